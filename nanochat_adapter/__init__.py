@@ -1,0 +1,1 @@
+"""lm-eval model ``nanochat``: native nanochat checkpoints, batched KV-cache generation."""

@@ -1,0 +1,86 @@
+"""The ``nanoknow`` command: a thin dispatcher over sub-commands living in their own modules.
+
+Each entry of :data:`COMMANDS` names a module that defines ``add_arguments(parser)`` and
+``run(args) -> int``; it is imported only when that command runs (``--help`` of the top
+level imports none of them), so a slow dependency of one command never slows another.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+from projection.errors import NanoKnowInputError
+
+#: command name -> (module, one-line help). Nested commands use a space ("data fetch").
+COMMANDS: dict[str, tuple[str, str]] = {
+    "data fetch": ("projection.fetch", "download the NanoKnow question/answer/qrels files and check their sha256"),
+    "data verify": ("projection.verify", "validate a NanoKnow data directory and print counts"),
+    "make-sample-corpus": ("projection.sample_corpus", "write a small FineWeb-like corpus with planted answers"),
+    "index": ("projection.indexing", "build a Lucene BM25 index over parquet shards"),
+    "project": ("projection.pipeline", "project a QA benchmark onto a corpus (BM25, matching, LLM verification)"),
+    "build": ("projection.build", "build NanoKnow datasets with oracle and distractor passages"),
+    "publish": ("projection.publish", "write (and upload) built datasets in the Hugging Face Hub layout"),
+    "report": ("nanoknow.report", "summarise lm-eval outputs into tables and plots"),
+    "demo": ("nanoknow.demo", "run the whole chain offline on an embedded sample"),
+    "convert-nanochat": ("nanochat_adapter.convert", "convert a nanochat checkpoint to a transformers folder"),
+    "diary make": ("nanoknow_tasks.diary.generate", "generate the diary knowledge-extent benchmark"),
+}
+
+log = logging.getLogger("nanoknow")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that exits 2 with a one-line reason (its default prints the whole usage)."""
+
+    def error(self, message):  # noqa: D401 - argparse API
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _build_parser(argv: list[str]) -> argparse.ArgumentParser:
+    parser = _Parser(prog="nanoknow", description="NanoKnow: what did a model learn in pre-training?")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    groups: dict[str, argparse._SubParsersAction] = {}
+    wanted = [a for a in argv if not a.startswith("-")][:2]
+    for name, (module_name, help_text) in COMMANDS.items():
+        words = name.split()
+        target = subparsers
+        if len(words) == 2:
+            if words[0] not in groups:
+                group_parser = subparsers.add_parser(words[0], help=f"{words[0]} commands")
+                groups[words[0]] = group_parser.add_subparsers(dest="subcommand", metavar="SUBCOMMAND", parser_class=_Parser)
+            target = groups[words[0]]
+        sub = target.add_parser(words[-1], help=help_text, description=help_text,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+        sub.set_defaults(_module=module_name, _name=name)
+        if words == wanted[: len(words)]:
+            module = importlib.import_module(module_name)
+            module.add_arguments(sub)
+            if getattr(module, "EXAMPLE", None):
+                sub.epilog = "example:\n  " + module.EXAMPLE
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``nanoknow`` console script."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = _build_parser(argv)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if not getattr(args, "_module", None):
+        parser.print_help()
+        return 2
+    module = importlib.import_module(args._module)
+    try:
+        return int(module.run(args) or 0)
+    except NanoKnowInputError as err:
+        print(f"nanoknow {args._name}: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Projection of QA benchmarks onto a pre-training corpus, and the NanoKnow data layer."""
