@@ -184,7 +184,7 @@ class Corpus:
         try:
             reader = self._connection().execute(
                 f'SELECT file_row_number, "{col}" FROM read_parquet(?, file_row_number=true) ORDER BY file_row_number',
-                [uri]).fetch_record_batch(batch_rows)
+                [uri]).to_arrow_reader(batch_rows)
         except Exception as err:
             if type(err).__module__.startswith(("duckdb", "_duckdb")):
                 raise NanoKnowInputError(f"cannot read shard: {str(err).splitlines()[0]}", file=uri,
