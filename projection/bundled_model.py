@@ -29,4 +29,4 @@ def smollm2_gguf() -> tuple[Path, str]:
 def smollm2_model_args() -> str:
     """``--model_args`` for ``lm_eval --model hf`` that load the bundled SmolLM2 on the CPU."""
     folder, gguf_file = smollm2_gguf()
-    return f"pretrained={folder},gguf_file={gguf_file},dtype=float32,device=cpu"
+    return f"pretrained={folder},gguf_file={gguf_file},dtype=float32"
