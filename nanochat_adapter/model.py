@@ -132,7 +132,8 @@ class Block(nn.Module):
 class NanoChatGPT(nn.Module):
     """nanochat's GPT (any :class:`Generation`) for inference.
 
-    ``forward(idx, valid=None, cache=None)`` returns fp32 logits ``(B, T, vocab_size)``.
+    ``forward(idx, valid=None, cache=None, num_logits=None)`` returns fp32 logits
+    ``(B, T, vocab_size)`` (softcapped, padding rows of the vocab cropped).
     """
 
     def __init__(self, config: dict, generation: Generation, *, vocab_rows: int | None = None,
@@ -195,7 +196,8 @@ class NanoChatGPT(nn.Module):
         return masks
 
     def forward(self, idx: torch.Tensor, valid: torch.Tensor | None = None,
-                cache: KVCache | None = None) -> torch.Tensor:
+                cache: KVCache | None = None, num_logits: int | None = None) -> torch.Tensor:
+        """Logits for ``idx`` (``valid`` marks real tokens; ``num_logits``: only the last n)."""
         B, T = idx.shape
         device = idx.device
         if valid is None:
@@ -242,6 +244,8 @@ class NanoChatGPT(nn.Module):
         if cache is not None:
             cache.length += T
             cache.next_position = cache.next_position + valid.long().sum(1)
+        if num_logits is not None:
+            x = x[:, -num_logits:]
         logits = self.lm_head(rms_norm(x))[..., :self.vocab_size].float()
         return self.softcap * torch.tanh(logits / self.softcap)
 
