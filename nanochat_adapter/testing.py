@@ -69,7 +69,7 @@ def default_config(generation: str, vocab_size: int) -> dict:
     if generation != "2025-10":
         config.update(n_layer=4, window_pattern="SSSL")
     if generation.startswith("2026-03"):
-        config["sequence_len"] = 512  # short window = 256 / 128 (rounded to 128)
+        config["sequence_len"] = 384  # short window = 128 (rounded up to 128) in both March generations
     return config
 
 
