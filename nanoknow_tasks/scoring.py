@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+from nanoknow_tasks import judge
 from nanoknow_tasks.exact_match import has_answer
 
 
-def process_results(doc: dict, results: list[str]) -> dict[str, float]:
-    """Exact match (DPR ``has_answers`` rule) of the first generation against ``doc["answers"]``."""
+def process_results(doc: dict, results: list[str]) -> dict:
+    """Exact match (DPR ``has_answers`` rule) of the first generation against ``doc["answers"]``.
+
+    When an LLM judge is configured (:mod:`nanoknow_tasks.judge`), also the per-sample items of
+    ``llm_judge`` and ``llm_judge_unparseable``, which the task's aggregation judges in one batch.
+    """
     prediction = results[0] if results else ""
-    return {"exact_match": float(has_answer(prediction, doc["answers"]))}
+    scores = {"exact_match": float(has_answer(prediction, doc["answers"]))}
+    scores.update(judge.judge_metrics(doc, prediction))
+    return scores
