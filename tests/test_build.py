@@ -1,0 +1,140 @@
+"""``nanoknow build`` on a real parquet sample corpus read with DuckDB."""
+
+import hashlib
+import shutil
+
+import pyarrow.parquet as pq
+import pytest
+
+from projection import built_dataset, layout
+from projection.answer_match import answers_in_text
+from projection.build import BuildSettings, build
+from projection.corpus import Corpus
+from projection.errors import NanoKnowInputError
+from nanoknow_tasks.contexts import compose_context, distractor_passages, oracle_slot
+
+from sample_root import CORPUS_DIR, make_embedded_sample, write_sample_root
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory):
+    base = tmp_path_factory.mktemp("build")
+    questions, corpus, root = make_embedded_sample(base)
+    # one question's first qrels document no longer contains its answer (a filler document)
+    filler = _filler_doc(corpus, questions)
+    supported = [q for q in questions if q.qid in _supporting(corpus)]
+    qrels = write_sample_root(corpus, root, questions, extra_qrels={supported[0].qid: [filler]})
+    return questions, corpus, root, qrels, supported[0].qid, filler
+
+
+def _supporting(corpus):
+    from projection.sample_corpus import read_ground_truth
+    return {r["qid"] for r in read_ground_truth(corpus / "ground_truth.jsonl") if r["kind"] == "supporting"}
+
+
+def _filler_doc(corpus, questions):
+    from projection.sample_corpus import read_ground_truth
+    planted = {r["doc_id"] for r in read_ground_truth(corpus / "ground_truth.jsonl")}
+    texts = Corpus(corpus).read_documents([f"shard_00000_{row}" for row in range(50)])
+    return next(d for d, t in texts.items() if d not in planted
+                and not any(answers_in_text(t, q.answers) for q in questions))
+
+
+def _settings(corpus, **kw):
+    return BuildSettings(dataset="nq", corpus_dir=CORPUS_DIR, corpus=str(corpus), **kw)
+
+
+def _digest(out):
+    return {s: hashlib.sha256(built_dataset.split_path(out, "nq", CORPUS_DIR, s).read_bytes()).hexdigest()
+            for s in layout.SPLITS}
+
+
+def test_oracle_and_distractors(sample, tmp_path):
+    questions, corpus, root, qrels, special_qid, filler = sample
+    info = build(root, _settings(corpus, chunk_size=7), tmp_path, progress=False)
+    rows = pq.read_table(built_dataset.split_path(tmp_path, "nq", CORPUS_DIR, "supported")).to_pylist()
+    assert len(rows) == info["counts"]["supported"] == len(qrels)
+    texts = Corpus(corpus).read_documents({d for r in rows for d in
+                                           [r["oracle"]["doc_id"]] + [x["doc_id"] for x in r["distractors"]]})
+    for row in rows:
+        oracle = row["oracle"]
+        # the first qrels document that contains a gold answer
+        first = next(d for d in qrels[row["qid"]] if answers_in_text(texts.get(d) or Corpus(corpus).read_document(d),
+                                                                    row["answers"]))
+        assert oracle["doc_id"] == first
+        text = texts[oracle["doc_id"]]
+        found = text[oracle["answer_offset"]:oracle["answer_offset"] + len(oracle["answer"])]
+        assert found.lower() == oracle["answer"].lower()
+        assert oracle["passage"][oracle["passage_offset"]:].lower().startswith(oracle["answer"].lower())
+        assert len(oracle["passage"].split()) <= 200
+        assert row["answer_frequency"] == len(qrels[row["qid"]])
+        # eight non-relevant distractors that contain no gold answer anywhere in the document
+        assert len(row["distractors"]) == 8
+        for d in row["distractors"]:
+            assert d["doc_id"] not in qrels[row["qid"]]
+            assert not answers_in_text(texts[d["doc_id"]], row["answers"])
+            assert texts[d["doc_id"]].startswith(d["passage"][:50])
+    special = next(r for r in rows if r["qid"] == special_qid)
+    assert qrels[special_qid][0] == filler and special["oracle"]["doc_id"] == qrels[special_qid][1]
+    unsupported = pq.read_table(built_dataset.split_path(tmp_path, "nq", CORPUS_DIR, "unsupported")).to_pylist()
+    assert unsupported and all(r["oracle"] is None and r["answer_frequency"] == 0 for r in unsupported)
+
+
+def test_distractor_positions_share_the_k_prefix(sample, tmp_path):
+    questions, corpus, root, *_ = sample
+    build(root, _settings(corpus), tmp_path, progress=False)
+    row = pq.read_table(built_dataset.split_path(tmp_path, "nq", CORPUS_DIR, "supported")).to_pylist()[0]
+    for k in (1, 2, 4, 8):
+        layouts = {p: distractor_passages(row, k, p) for p in ("first", "middle", "last")}
+        for position, passages in layouts.items():
+            assert len(passages) == k + 1
+            assert passages[oracle_slot(k, position)] == row["oracle"]["passage"]
+            others = [p for i, p in enumerate(passages) if i != oracle_slot(k, position)]
+            assert others == [d["passage"] for d in row["distractors"][:k]]  # same passages, same order
+        assert oracle_slot(k, "middle") == k // 2
+        assert compose_context(row, "distractors", k=k, position="last").endswith(row["oracle"]["passage"])
+
+
+def test_build_is_deterministic(sample, tmp_path):
+    _, corpus, root, *_ = sample
+    build(root, _settings(corpus, seed=3), tmp_path / "a", progress=False)
+    build(root, _settings(corpus, seed=3), tmp_path / "b", progress=False)
+    assert _digest(tmp_path / "a") == _digest(tmp_path / "b")
+    build(root, _settings(corpus, seed=4), tmp_path / "c", progress=False)
+    assert _digest(tmp_path / "c")["supported"] != _digest(tmp_path / "a")["supported"]
+
+
+def test_bad_qrels_then_resume_gives_identical_bytes(sample, tmp_path):
+    questions, corpus, root, qrels, *_ = sample
+    clean = tmp_path / "clean"
+    build(root, _settings(corpus, chunk_size=5), clean, progress=False)
+
+    broken_root = tmp_path / "broken"
+    shutil.copytree(root, broken_root)
+    qrels_file = layout.qrels_path(broken_root, "nq", CORPUS_DIR)
+    lines = qrels_file.read_text().splitlines(keepends=True)
+    last_qid = lines[-1].split()[0]  # the last question: earlier chunks finish first
+    victim = next(i for i, line in enumerate(lines) if line.split()[0] == last_qid)  # its first qrels doc
+    for bad, message in [("shard_00000_999999", "past the end of the shard"),
+                         ("shard_00007_1", "shard_00007.parquet not found")]:
+        broken = lines[:victim] + [lines[victim].replace(lines[victim].split()[2], bad)] + lines[victim + 1:]
+        qrels_file.write_text("".join(broken))
+        with pytest.raises(NanoKnowInputError, match=message) as err:
+            build(broken_root, _settings(corpus, chunk_size=5), tmp_path / "resumed", progress=False)
+        assert f"{qrels_file}:{victim + 1}: doc_id" in str(err.value)
+    work = tmp_path / "resumed" / "nq" / CORPUS_DIR / ".work"
+    finished = sorted(p.name for p in work.glob("supported-*.parquet"))
+    assert finished, "chunks finished before the bad document must be kept"
+    before = {p: (work / p).stat().st_mtime_ns for p in finished}
+    qrels_file.write_text("".join(lines))
+    build(broken_root, _settings(corpus, chunk_size=5), tmp_path / "resumed", progress=False)
+    assert _digest(tmp_path / "resumed") == _digest(clean)
+    assert not work.exists()
+    assert before  # the resumed run reused them (their files were not rewritten before the merge)
+
+
+def test_cli_missing_qrels_is_exit_2(run, sample, tmp_path):
+    _, corpus, root, *_ = sample
+    proc = run(["nanoknow", "build", "--data-dir", str(root), "--dataset", "nq", "--corpus-dir", "nowhere",
+                "--corpus", str(corpus), "--out", str(tmp_path)], check=False)
+    assert proc.returncode == 2 and "qrels file not found" in proc.stderr
