@@ -6,7 +6,8 @@ character offset in the document is kept). Distractors are documents that contai
 answer and are not in the question's qrels: BM25 hard negatives from the question's own
 ranking when an index is given, otherwise documents drawn at random (seeded per question)
 from the corpus (for a remote prefix, from the shards the qrels use). A distractor's passage
-is the window of words at the start of its document. Unsupported questions carry neither (they serve closed-book comparisons).
+is the window of words at the start of its document. Unsupported questions carry neither
+(they serve closed-book comparisons).
 
 Documents are read in batches (one query per shard per round), each at most once per round.
 Supported questions are processed in chunks written to ``.work/``; a re-run resumes after the
