@@ -11,6 +11,6 @@ def closedbook_prompt(doc: dict) -> str:
     return CLOSED_BOOK.format(question=doc["question"])
 
 
-def context_prompt(doc: dict, context: str) -> str:
-    """``Context: {c}\\n\\nQuestion: {q}\\n\\nAnswer:``."""
-    return WITH_CONTEXT.format(context=context, question=doc["question"])
+def context_prompt(doc: dict) -> str:
+    """``Context: {c}\\n\\nQuestion: {q}\\n\\nAnswer:`` with the doc's composed ``context``."""
+    return WITH_CONTEXT.format(context=doc["context"], question=doc["question"])
