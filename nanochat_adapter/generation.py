@@ -60,7 +60,7 @@ def generate_greedy(model, prompts: Sequence[Sequence[int]], max_new_tokens: int
     device = model.device
     ids, valid = left_pad(prompts, device=device)
     cache = model.new_cache(len(prompts), ids.shape[1] + max_new_tokens)
-    logits = model(ids, valid=valid, cache=cache)[:, -1]
+    logits = model(ids, valid=valid, cache=cache, num_logits=1)[:, -1]
     active = list(range(len(prompts)))  # original row index of each cache row
     stop_ids = set(int(t) for t in stop_token_ids)
     for step in range(max_new_tokens):
