@@ -12,7 +12,7 @@ A random nanochat model (default 4 layers, width 256, vocab 8192) generates 64 t
 there are); all three must produce the same tokens on that subset. Prints tokens/s and ratios;
 the last line is ``speedup_vs_naive=<(c)/(a)>``.
 
-    python benchmarks/bench_generate.py [--threads 2] [--prompts 64] [--new-tokens 64]
+    python benchmarks/bench_generate.py [--threads 1] [--prompts 64] [--new-tokens 64]
 """
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ def main() -> None:
     parser.add_argument("--new-tokens", type=int, default=64)
     parser.add_argument("--naive-prompts", type=int, default=4, help="prompts timed for (a)")
     parser.add_argument("--single-prompts", type=int, default=8, help="prompts timed for (b)")
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads (1: robust when the cores are shared; oversubscribed OpenMP threads stall)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 

@@ -204,6 +204,7 @@ class NanoChatLM(TemplateLM):
         """Sum of log-probabilities of each continuation and whether it is the greedy one."""
         inputs, targets = [], []
         for context, continuation in pairs:
+            continuation = continuation[-self.max_length:]  # a longer one cannot be scored whole
             whole = (context + continuation)[-(self.max_length + 1):]
             inputs.append(whole[:-1])
             targets.append(continuation)
