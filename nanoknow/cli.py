@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("nanoknow.demo", "run the whole chain offline on an embedded sample"),
     "convert-nanochat": ("nanochat_adapter.convert", "convert a nanochat checkpoint to a transformers folder"),
     "diary make": ("nanoknow_tasks.diary.generate", "generate the diary knowledge-extent benchmark"),
+    "diary train": ("nanoknow_tasks.diary.train", "train a tiny nanochat model on a diary set (CPU recipe)"),
 }
 
 log = logging.getLogger("nanoknow")
