@@ -182,9 +182,9 @@ class Corpus:
         uri = self._check_shard(shard, shard_file_name(shard))
         col = self.text_column
         try:
-            reader = self._connection().execute(
+            reader = self._connection().sql(
                 f'SELECT file_row_number, "{col}" FROM read_parquet(?, file_row_number=true) ORDER BY file_row_number',
-                [uri]).to_arrow_reader(batch_rows)
+                params=[uri]).to_arrow_reader(batch_rows)
         except Exception as err:
             if type(err).__module__.startswith(("duckdb", "_duckdb")):
                 raise NanoKnowInputError(f"cannot read shard: {str(err).splitlines()[0]}", file=uri,
