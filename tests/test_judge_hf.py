@@ -21,7 +21,7 @@ def test_hf_judge_on_smollm2(tmp_path, monkeypatch):
     folder, gguf_file = smollm2_gguf()
     cache = tmp_path / "judge.sqlite"
     judge.configure_from_metadata({"judge_backend": "hf", "judge_model": str(folder), "judge_cache": str(cache),
-                                   "judge_max_new_tokens": 12,
+                                   "judge_max_new_tokens": 8,
                                    "judge_options": {"gguf_file": gguf_file, "batch_size": 2, "progress": False}})
     items = [scoring.process_results(doc, [pred])["llm_judge"] for doc, pred in zip(DOCS[:2], ["Shakespeare", "Lyon"])]
     accuracy = judge.aggregate_accuracy(items)
