@@ -159,7 +159,7 @@ def run_stage1(args, questions: list[Question], chunks: list[list[Question]], pa
 
 
 def _verify_chunk(backend, chunk: list[Question], records: list[dict], *, first_true: bool,
-                  max_new_tokens: int) -> list[dict]:
+                  max_new_tokens: int, mode: str = "generate") -> list[dict]:
     """Verdicts for one chunk; with ``first_true`` candidates are judged rank by rank (batched
     across questions) and a question stops at its first TRUE."""
     from projection.verification import TRUE, judge
@@ -175,14 +175,14 @@ def _verify_chunk(backend, chunk: list[Question], records: list[dict], *, first_
                 break
             items = [(by_qid[records[j]["qid"]].question, by_qid[records[j]["qid"]].answers,
                       records[j]["candidates"][level]["passage"]) for j in todo]
-            for j, (verdict, raw) in zip(todo, judge(backend, items, max_new_tokens=max_new_tokens)):
+            for j, (verdict, raw) in zip(todo, judge(backend, items, max_new_tokens=max_new_tokens, mode=mode)):
                 verdicts[j][level] = {"label": verdict.label, "reason": verdict.reason, "raw": raw}
                 settled[j] = verdict.label == TRUE
     else:
         flat = [(j, c) for j, r in enumerate(records) for c in range(len(r["candidates"]))]
         items = [(by_qid[records[j]["qid"]].question, by_qid[records[j]["qid"]].answers,
                   records[j]["candidates"][c]["passage"]) for j, c in flat]
-        for (j, c), (verdict, raw) in zip(flat, judge(backend, items, max_new_tokens=max_new_tokens)):
+        for (j, c), (verdict, raw) in zip(flat, judge(backend, items, max_new_tokens=max_new_tokens, mode=mode)):
             verdicts[j][c] = {"label": verdict.label, "reason": verdict.reason, "raw": raw}
     return [{"qid": r["qid"], "verdicts": v} for r, v in zip(records, verdicts)]
 
@@ -201,6 +201,8 @@ def make_verifier(args):
             folder, gguf = smollm2_gguf()
             model = str(folder)
         return make_backend("hf", model, gguf_file=gguf, device=args.device, batch_size=args.batch_size)
+    if args.judge_mode == "choose":
+        raise NanoKnowInputError(f"--judge-mode choose needs the hf verifier, not {args.verifier}", field="--judge-mode")
     if args.verifier == "openai":
         return make_backend("openai", args.model, base_url=args.base_url, concurrency=args.concurrency)
     return make_backend("vllm", args.model)
@@ -221,7 +223,7 @@ def run_stage2(args, chunks: list[list[Question]], stage1_done: dict[int, list[d
     try:
         for i in tqdm(todo, desc="stage 2 (LLM verification)", unit="chunk"):
             rows = _verify_chunk(backend, chunks[i], stage1_done[i], first_true=args.verify == "first-true",
-                                 max_new_tokens=args.max_new_tokens)
+                                 max_new_tokens=args.max_new_tokens, mode=args.judge_mode)
             append_chunk(path, i, rows)
             done[i] = rows
     finally:
@@ -255,7 +257,7 @@ def project(args: argparse.Namespace) -> dict:
     params = {"dataset": args.dataset, "corpus_name": corpus_dir, "top_k": args.top_k,
               "window_words": args.window_words, "chunk_size": args.chunk_size, "verifier": args.verifier,
               "model": args.model, "gguf_file": args.gguf_file, "verify": args.verify,
-              "max_new_tokens": args.max_new_tokens, "batch_size": args.batch_size,
+              "max_new_tokens": args.max_new_tokens, "batch_size": args.batch_size, "judge_mode": args.judge_mode,
               "questions": [q.qid for q in questions]}
     check_run_params(work, params, args.resume)
     chunks = [questions[i:i + args.chunk_size] for i in range(0, len(questions), args.chunk_size)]
@@ -302,6 +304,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ver.add_argument("--device", default="cpu", help="torch device (hf)")
     ver.add_argument("--batch-size", type=int, default=8, help="generation batch size (hf)")
     ver.add_argument("--max-new-tokens", type=int, default=64)
+    ver.add_argument("--judge-mode", choices=["generate", "choose"], default="generate",
+                     help="generate: parse the judge's written TRUE/COINCIDENTAL reply (default); choose (hf): "
+                          "take the likelier of the two as first token, for models too small to follow the format")
     ver.add_argument("--verify", choices=["all", "first-true"], default="all",
                      help="judge every candidate (default, as the released qrels) or stop at the first TRUE")
     run_ = parser.add_argument_group("run")

@@ -93,9 +93,23 @@ def parse_verdict(output: str) -> Verdict:
 
 
 def judge(backend: TextGenerator, items: list[tuple[str, list[str], str]], *,
-          max_new_tokens: int = 64) -> list[tuple[Verdict, str]]:
-    """``(verdict, raw output)`` for each ``(question, answers, passage)``, in order."""
+          max_new_tokens: int = 64, mode: str = "generate") -> list[tuple[Verdict, str]]:
+    """``(verdict, raw output)`` for each ``(question, answers, passage)``, in order.
+
+    ``mode="generate"``: the judge writes its answer, which is parsed. ``mode="choose"``
+    (backends with a ``choose`` method, i.e. ``hf``): the label is the more likely of TRUE and
+    COINCIDENTAL as the reply's first token, for models too small to follow the reply format;
+    the raw output then records the two probabilities.
+    """
     if not items:
         return []
+    if mode == "choose":
+        if not hasattr(backend, "choose"):
+            raise ValueError(f"the {backend.name} backend cannot score choices; use --judge-mode generate")
+        picked = backend.choose([judge_messages(q, a, p) for q, a, p in items], [TRUE, COINCIDENTAL])
+        return [(Verdict(label, ""), f"{label} (constrained choice: P(TRUE)={probs[0]:.4f}, "
+                                      f"P(COINCIDENTAL)={probs[1]:.4f})") for label, probs in picked]
+    if mode != "generate":
+        raise ValueError(f"unknown judge mode {mode!r}")
     outputs = backend.generate([judge_messages(q, a, p) for q, a, p in items], max_new_tokens=max_new_tokens)
     return [(parse_verdict(out), out) for out in outputs]

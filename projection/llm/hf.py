@@ -76,3 +76,30 @@ class HFBackend(TextGenerator):
             for i, row in zip(batch, new_tokens):
                 outputs[i] = self.tokenizer.decode(row, skip_special_tokens=True)
         return outputs
+
+    def choose(self, prompts: list[Prompt], choices: list[str]) -> list[tuple[str, list[float]]]:
+        """Constrained choice: for each prompt, the choice whose first token is most likely next.
+
+        Returns ``(choice, probabilities over choices)`` per prompt. One forward pass per prompt
+        (batched), no sampling: the way to get a label out of a model too small to follow a
+        reply format. The choices must start with different tokens.
+        """
+        from tqdm import tqdm
+
+        first = [self.tokenizer(c, add_special_tokens=False)["input_ids"][0] for c in choices]
+        if len(set(first)) != len(first):
+            raise ValueError(f"choices {choices} do not start with different tokens")
+        texts = [self._render(p) for p in prompts]
+        lengths = [len(self.tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts]
+        order = sorted(range(len(texts)), key=lambda i: (-lengths[i], i))
+        results: list[tuple[str, list[float]]] = [("", [])] * len(texts)
+        batches = [order[i:i + self.batch_size] for i in range(0, len(order), self.batch_size)]
+        for batch in tqdm(batches, desc="scoring", unit="batch", disable=not self.progress or len(batches) < 2):
+            enc = self.tokenizer([texts[i] for i in batch], return_tensors="pt", padding=True,
+                                 add_special_tokens=False).to(self.device)
+            with self._torch.inference_mode():
+                logits = self.model(**enc).logits[:, -1, :].float()
+            probs = self._torch.softmax(logits[:, first], dim=-1).tolist()
+            for i, p in zip(batch, probs):
+                results[i] = (choices[max(range(len(choices)), key=lambda c: p[c])], p)
+        return results
