@@ -56,7 +56,7 @@ def load_diary_split(diary_diarists: int, diary_dir: str | None = None,
     """The diary Q/A splits (train, validation, test) as an lm-eval ``DatasetDict``."""
     rows = diary_rows(diary_diarists, diary_dir, diary_seed)
     log.info("diary tasks: %s questions from %s", {s: len(r) for s, r in rows.items()},
-             diary_dir or f"seed {diary_seed or DEFAULT_SEED} (generated in memory)")
+             diary_dir or f"seed {DEFAULT_SEED if diary_seed in (None, '') else diary_seed} (generated in memory)")
     return datasets.DatasetDict({split: datasets.Dataset.from_list(rows[split], features=QA_FEATURES)
                                  for split in SPLITS})
 
