@@ -1,5 +1,5 @@
 """The llm_judge metric: configuration, parsing, batching and caching against a real local
-OpenAI-compatible HTTP server (tests/test_judge_server.py) with scripted replies."""
+OpenAI-compatible HTTP server (tests/openai_test_server.py) with scripted replies."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import pytest
 from nanoknow_tasks import judge, scoring
 from nanoknow_tasks.judge_prompt import judge_messages, parse_judgement
 from projection.errors import NanoKnowInputError
-from test_judge_server import FALSE_REPLY, GARBAGE_REPLY, TRUE_REPLY, ScriptedServer, question_of
+from openai_test_server import FakeOpenAIServer
+from test_judge_replies import FALSE_REPLY, GARBAGE_REPLY, TRUE_REPLY, bodies, question_of
 
 DOCS = [
     {"question": "who wrote hamlet", "answers": ["William Shakespeare", "Shakespeare"]},
@@ -129,7 +130,7 @@ def test_environment_configures_and_metadata_overrides(monkeypatch, tmp_path):
 
 def test_openai_judge_batches_caches_and_counts_unparseable(tmp_path, monkeypatch):
     cache = tmp_path / "judge.sqlite"
-    with ScriptedServer(scripted) as server:
+    with FakeOpenAIServer(reply=scripted) as server:
         judge.configure_from_metadata({"judge_backend": "openai", "judge_model": "test-judge",
                                        "judge_base_url": server.base_url, "judge_cache": str(cache),
                                        "judge_max_new_tokens": 40, "judge_options": {"progress": False}})
@@ -137,9 +138,9 @@ def test_openai_judge_batches_caches_and_counts_unparseable(tmp_path, monkeypatc
         items.append(dict(items[0]))  # the same prompt twice is asked once
         assert judge.aggregate_accuracy(items) == pytest.approx(3 / 5)   # true, false, ?, true, true
         assert len(server.requests) == 4
-        assert {r["model"] for r in server.requests} == {"test-judge"}
-        assert {r["max_tokens"] for r in server.requests} == {40}
-        assert sorted(question_of(r["messages"]) for r in server.requests) == sorted(REPLIES)
+        assert {r["model"] for r in bodies(server)} == {"test-judge"}
+        assert {r["max_tokens"] for r in bodies(server)} == {40}
+        assert sorted(question_of(r["messages"]) for r in bodies(server)) == sorted(REPLIES)
         # the second aggregation of the same task, and a fresh process, read the cache
         assert judge.aggregate_unparseable(items) == 1
         _forget_process_state(monkeypatch)
@@ -156,7 +157,7 @@ def test_openai_judge_batches_caches_and_counts_unparseable(tmp_path, monkeypatc
 
 def test_sample_verdicts_read_logged_samples_from_the_cache(tmp_path):
     cache = tmp_path / "judge.sqlite"
-    with ScriptedServer(scripted) as server:
+    with FakeOpenAIServer(reply=scripted) as server:
         judge.configure_from_metadata({"judge_backend": "openai", "judge_model": "test-judge",
                                        "judge_base_url": server.base_url, "judge_cache": str(cache)})
         items = _items(["Shakespeare", "Lyon", "Saturn"])

@@ -1,5 +1,5 @@
 """Real ``lm_eval`` CLI runs with the llm_judge metric, the judge being a local scripted
-OpenAI-compatible server (tests/test_judge_server.py) on 127.0.0.1."""
+OpenAI-compatible server (tests/openai_test_server.py) on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import sqlite3
 import pytest
 
 from nanoknow_tasks import judge
-from test_judge_server import GARBAGE_REPLY, TRUE_REPLY, ScriptedServer, question_of, reply_for_question
+from openai_test_server import FakeOpenAIServer
+from test_judge_replies import GARBAGE_REPLY, TRUE_REPLY, bodies, hashed_script, question_of, reply_for_question
 
 TASK = "nanoknow_nq_supported_closedbook"
 
@@ -25,7 +26,7 @@ def _outputs(path):
 @pytest.mark.slow
 def test_lm_eval_smollm2_with_openai_judge(run, tmp_path, nanoknow_data_dir, smollm2_model_args):
     cache = tmp_path / "judge.sqlite"
-    with ScriptedServer() as server:
+    with FakeOpenAIServer(reply=hashed_script) as server:
         metadata = {"data_dir": str(nanoknow_data_dir), "judge_backend": "openai", "judge_model": "test-judge",
                     "judge_base_url": server.base_url, "judge_cache": str(cache)}
         run(["lm_eval", "--model", "hf", "--model_args", smollm2_model_args, "--device", "cpu",
@@ -36,8 +37,8 @@ def test_lm_eval_smollm2_with_openai_judge(run, tmp_path, nanoknow_data_dir, smo
     task = results["results"][TASK]
     assert len(samples) == 5
     # one request per sample, each for a sample's own question and prediction
-    assert len(server.requests) == 5 and {r["model"] for r in server.requests} == {"test-judge"}
-    asked = sorted(question_of(r["messages"]) for r in server.requests)
+    assert len(server.requests) == 5 and {r["model"] for r in bodies(server)} == {"test-judge"}
+    asked = sorted(question_of(r["messages"]) for r in bodies(server))
     assert asked == sorted(s["doc"]["question"].strip() for s in samples)
     for sample in samples:
         item = sample["llm_judge"]

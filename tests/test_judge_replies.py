@@ -1,9 +1,8 @@
-"""A scripted OpenAI-compatible chat-completions server on 127.0.0.1 for the judge tests.
+"""Scripted judge replies for the shared OpenAI test server (tests/openai_test_server.py).
 
-(No OpenAI test server existed in tests/ when the judge was written; this one is small and
-generic: ``ScriptedServer(script)`` answers each ``POST .../chat/completions`` with
-``script(messages)`` and records every request body.) The test below checks the server
-itself against the project's real ``openai`` backend.
+The replies depend only on the question in the judge prompt, so a test can compute what the
+metrics must be from the questions alone. The test below checks the scripted server against
+the project's real ``openai`` backend.
 """
 
 from __future__ import annotations
@@ -11,8 +10,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from openai_test_server import FakeOpenAIServer
 
 TRUE_REPLY = '{"correct": true, "reason": "same answer"}'
 FALSE_REPLY = '<think>compare the two</think>\n```json\n{"correct": false, "reason": "another answer"}\n```'
@@ -35,56 +34,18 @@ def hashed_script(messages: list[dict]) -> str:
     return reply_for_question(question_of(messages))
 
 
-class ScriptedServer:
-    """Threaded HTTP server speaking the OpenAI chat-completions protocol; use as a context manager."""
-
-    def __init__(self, script=hashed_script):
-        self.script = script
-        self.requests: list[dict] = []
-        self._lock = threading.Lock()
-        owner = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):  # keep test output quiet
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-                if not self.path.endswith("/chat/completions"):
-                    self.send_error(404)
-                    return
-                with owner._lock:
-                    owner.requests.append(body)
-                content = owner.script(body["messages"])
-                payload = json.dumps({"id": "cmpl-test", "object": "chat.completion", "model": body.get("model"),
-                                      "choices": [{"index": 0, "finish_reason": "stop",
-                                                   "message": {"role": "assistant", "content": content}}]}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+def bodies(server) -> list[dict]:
+    """The JSON bodies the test server received, in arrival order."""
+    return [r["body"] for r in server.requests]
 
 
 def test_scripted_server_speaks_openai_chat_completions():
     from projection.llm import make_backend
 
     messages = [{"role": "user", "content": "Question: who wrote Hamlet?\nCandidate answer: Shakespeare"}]
-    with ScriptedServer() as server:
+    with FakeOpenAIServer(reply=hashed_script) as server:
         backend = make_backend("openai", "test-judge", base_url=server.base_url, progress=False)
         out = backend.generate([messages], max_new_tokens=7)
     assert out == [reply_for_question("who wrote Hamlet?")]
     assert len(server.requests) == 1
-    assert server.requests[0]["model"] == "test-judge" and server.requests[0]["max_tokens"] == 7
+    assert bodies(server)[0]["model"] == "test-judge" and bodies(server)[0]["max_tokens"] == 7
