@@ -2,12 +2,10 @@
 
 Both functions draw from the rows of :mod:`nanoknow.report_tables` (the rows written to the
 CSVs) and return the figure; one panel per dataset (rows) x model (columns). Error bars are
-95% Wilson intervals; ``n`` is written beside every point.
+95% Wilson intervals; ``n`` per bucket is written under the bucket, ``n`` per line in the legend.
 """
 
 from __future__ import annotations
-
-import math
 
 import matplotlib
 
@@ -28,7 +26,7 @@ def _panels(rows: list[dict], title: str):
     models = list(dict.fromkeys(r["model"] for r in rows))
     datasets = list(dict.fromkeys(r["dataset"] for r in rows))
     fig, axes = plt.subplots(len(datasets), len(models), squeeze=False, sharey=True,
-                             figsize=(4.6 * len(models) + 0.6, 3.9 * len(datasets) + 0.9))
+                             figsize=(max(6.0, 4.8 * len(models) + 0.6), 4.4 * len(datasets) + 1.0))
     fig.suptitle(title, fontsize=13)
     return fig, axes, models, datasets
 
@@ -39,26 +37,32 @@ def _yerr(rows: list[dict]):
     return [low, high]
 
 
-def _annotate_n(ax, xs, rows, color):
+def _annotate_n(ax, xs, rows, color, level=0):
     for x, r in zip(xs, rows):
         if r["n"]:
-            ax.annotate(f"n={r['n']}", (x, r["accuracy_pct"]), textcoords="offset points", xytext=(5, 4),
+            ax.annotate(f"n={r['n']}", (x, r["accuracy_pct"]), textcoords="offset points", xytext=(6, 3 + 9 * level),
                         fontsize=7, color=color)
 
 
-def _finish(ax, xlabel: str, ylabel: bool):
+def _finish(ax, xlabel: str, ylabel: bool, ncol: int = 2, legend_y: float = -0.2):
     ax.set_ylim(-3, 105)
     ax.set_xlabel(xlabel)
     if ylabel:
         ax.set_ylabel("exact match (%)")
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left", framealpha=0.85)
+    ax.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, legend_y), ncol=ncol, frameon=False)
+
+
+def _bucket_tick(bucket: str, counts: list[dict]) -> str:
+    """``1-5`` over ``n=12`` (or ``n=12/10`` when the conditions' counts differ, in legend order)."""
+    ns = [c.get(bucket, 0) for c in counts]
+    return f"{bucket}\nn={ns[0]}" if len(set(ns)) == 1 else f"{bucket}\nn={'/'.join(map(str, ns))}"
 
 
 def plot_frequency(rows: list[dict]):
     """Exact match (%) per answer-frequency bucket (supported), unsupported as horizontal lines."""
     fig, axes, models, datasets = _panels(
-        rows, "Exact match by answer frequency in the pre-training corpus (95% Wilson CI)")
+        rows, "Exact match by answer frequency in the pre-training corpus\n(error bars: 95% Wilson score intervals)")
     labels = [label for label, _, _ in BUCKETS]
     for i, dataset in enumerate(datasets):
         for j, model in enumerate(models):
@@ -66,7 +70,8 @@ def plot_frequency(rows: list[dict]):
             panel = [r for r in rows if r["model"] == model and r["dataset"] == dataset]
             conditions = [c for c in CONDITION_STYLE if any(r["condition"] == c and r["split"] == "supported"
                                                             for r in panel)]
-            offsets = {c: (k - (len(conditions) - 1) / 2) * 0.08 for k, c in enumerate(conditions)}
+            offsets = {c: (k - (len(conditions) - 1) / 2) * 0.12 for k, c in enumerate(conditions)}
+            counts: list[dict] = []
             for condition in conditions:
                 name, color, marker, line = CONDITION_STYLE[condition]
                 points = {r["bucket"]: r for r in panel if r["condition"] == condition and r["split"] == "supported"}
@@ -75,25 +80,30 @@ def plot_frequency(rows: list[dict]):
                 ax.errorbar(xs, [r["accuracy_pct"] for r in present], yerr=_yerr(present), color=color,
                             marker=marker, linestyle=line, capsize=3,
                             label=f"supported, {name} (n={sum(r['n'] for r in present)})")
-                _annotate_n(ax, xs, present, color)
+                counts.append({r["bucket"]: r["n"] for r in present})
             for r in panel:
                 if r["split"] == "unsupported":
                     color, line = REFERENCE_STYLE.get(r["condition"], ("black", ":"))
                     ax.axhline(r["accuracy_pct"], color=color, linestyle=line, linewidth=1.6,
                                label=f"unsupported, {CONDITION_STYLE[r['condition']][0]} "
                                      f"(all, n={r['n']}): {r['accuracy_pct']:.1f}%")
-            ax.set_xticks(range(len(labels)), labels)
+            ax.set_xticks(range(len(labels)), [_bucket_tick(b, counts) for b in labels])
             ax.set_xlim(-0.5, len(labels) - 0.5)
             ax.set_title(f"{model} - {dataset}", fontsize=10)
-            _finish(ax, "answer frequency (qrels documents)", j == 0)
+            _finish(ax, "answer frequency (qrels documents)", j == 0, ncol=1, legend_y=-0.27)
     fig.tight_layout()
     return fig
+
+
+def _n_label(rows: list[dict]) -> str:
+    ns = sorted({r["n"] for r in rows})
+    return f"n={ns[0]} per k" if len(ns) == 1 else "n per point"
 
 
 def plot_distractors(rows: list[dict]):
     """Exact match (%) against the number of distractors k, one line per oracle position."""
     fig, axes, models, datasets = _panels(
-        rows, "Exact match with the oracle among k distractors (95% Wilson CI)")
+        rows, "Exact match with the oracle passage among k distractor passages\n(error bars: 95% Wilson score intervals)")
     for i, dataset in enumerate(datasets):
         for j, model in enumerate(models):
             ax = axes[i][j]
@@ -105,15 +115,15 @@ def plot_distractors(rows: list[dict]):
                 present = sorted((r for r in panel if r["position"] == position and r["n"]), key=lambda r: r["k"])
                 if not present:
                     continue
-                xs = [where[r["k"]] + (p - 1) * 0.08 for r in present]
+                xs = [where[r["k"]] + (p - 1) * 0.12 for r in present]
                 ax.errorbar(xs, [r["accuracy_pct"] for r in present], yerr=_yerr(present), color=color,
-                            marker=marker, capsize=3, label=f"oracle {position} (n={present[0]['n']} per k)")
-                _annotate_n(ax, xs, present, color)
+                            marker=marker, capsize=3, label=f"oracle {position} ({_n_label(present)})")
+                if len({r["n"] for r in present}) > 1:
+                    _annotate_n(ax, xs, present, color, p)
             oracle = [r for r in panel if r["k"] == 0 and r["n"]]
             if oracle:
                 ax.errorbar([where[0]], [oracle[0]["accuracy_pct"]], yerr=_yerr(oracle), color="black", marker="D",
                             capsize=3, linestyle="none", label=f"oracle only, k=0 (n={oracle[0]['n']})")
-                _annotate_n(ax, [where[0]], oracle, "black")
             ax.set_xticks(range(len(ks)), [str(k) for k in ks])
             ax.set_xlim(-0.5, len(ks) - 0.5)
             ax.set_title(f"{model} - {dataset}", fontsize=10)
@@ -126,7 +136,3 @@ def save(fig, path) -> None:
     """Write ``fig`` as a PNG (150 dpi) and close it."""
     fig.savefig(path, dpi=150)
     plt.close(fig)
-
-
-def finite(value) -> bool:
-    return isinstance(value, (int, float)) and not math.isnan(value)
