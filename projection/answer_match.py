@@ -9,6 +9,7 @@ Public: :func:`normalize`, :func:`answers_in_text`, :func:`find_first_match`, :c
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 
@@ -64,12 +65,13 @@ def _normalized_with_offsets(text: str) -> tuple[str, list[int]]:
     return "".join(chars), offsets
 
 
-def find_first_match(text: str, answers: list[str]) -> Match | None:
+def find_first_match(text: str, answers: list[str], *, normalized_text: str | None = None) -> Match | None:
     """The earliest occurrence in ``text`` of any gold answer (the longest answer on a tie).
 
     Returns None when no answer occurs. Offsets refer to the original ``text``.
+    ``normalized_text`` (``normalize(text)``) may be passed when already computed.
     """
-    norm = normalize(text)
+    norm = normalized_text if normalized_text is not None else normalize(text)
     best: tuple[int, int, str] | None = None  # (start, -length, answer)
     for answer in answers:
         key = _norm_answer(answer)
@@ -81,8 +83,39 @@ def find_first_match(text: str, answers: list[str]) -> Match | None:
     if best is None:
         return None
     pos, neg_len, answer = best
+    last = pos - neg_len - 1  # normalized index of the match's last character (never a space)
+    if len(text.lower()) == len(text):  # lowercasing kept every character's length: map runs only
+        start, end = _to_original(text, pos, last)
+        return Match(answer=answer, char_start=start, char_end=end + 1)
     mapped, offsets = _normalized_with_offsets(text)
     assert mapped == norm  # the same normalization, char for char
-    start = offsets[pos]
-    end = offsets[pos - neg_len - 1] + 1
-    return Match(answer=answer, char_start=start, char_end=end)
+    return Match(answer=answer, char_start=offsets[pos], char_end=offsets[last] + 1)
+
+
+def _to_original(text: str, *positions: int) -> tuple[int, ...]:
+    """Original offsets of normalized indices, walking whitespace runs only as far as needed."""
+    to_original = _run_mapper(text, until=max(positions))
+    return tuple(to_original(p) for p in positions)
+
+
+def _run_mapper(text: str, until: int | None = None):
+    """Map a normalized index (up to ``until``) to the original one, from whitespace runs."""
+    starts, norm_starts, removed_after = [], [], []
+    removed = 0
+    for m in _WS.finditer(text):
+        if until is not None and m.start() - removed > until:
+            break
+        starts.append(m.start())
+        norm_starts.append(m.start() - removed)
+        removed += m.end() - m.start() - 1
+        removed_after.append(removed)
+
+    def to_original(p: int) -> int:
+        i = bisect.bisect_right(norm_starts, p) - 1
+        if i < 0:
+            return p
+        if p == norm_starts[i]:
+            return starts[i]
+        return p + removed_after[i]
+
+    return to_original

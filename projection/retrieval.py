@@ -75,23 +75,39 @@ def bm25_batch(searcher, questions: list[Question], *, k: int = 100, threads: in
 
 
 def match_hits(question: Question, hits: list[tuple[str, float]], texts: dict[str, str],
-               normalized: dict[str, str], *, window_words: int = DEFAULT_WINDOW_WORDS) -> list[dict]:
-    """Candidates of one question: every hit whose text contains a gold answer, in rank order."""
+               normalized: dict[str, str], *, window_words: int = DEFAULT_WINDOW_WORDS,
+               lowered: dict[str, str] | None = None) -> list[dict]:
+    """Candidates of one question: every hit whose text contains a gold answer, in rank order.
+
+    ``normalized`` and ``lowered`` cache each document's normalized / lowercased text across
+    the questions of a batch."""
+    lowered = {} if lowered is None else lowered
     keys = [(a, _norm_answer(a)) for a in question.answers]
-    keys = [(a, k) for a, k in keys if k]
+    keys = [(a, k, max(k.split(" "), key=len)) for a, k in keys if k]
     out = []
     for rank, (doc_id, score) in enumerate(hits, start=1):
-        norm = normalized.get(doc_id)
-        if norm is None:
-            norm = normalized[doc_id] = normalize(texts[doc_id])
         found = []
-        for answer, key in keys:
-            if key in norm and answer not in found:
+        low = lowered.get(doc_id)
+        if low is None:
+            low = lowered[doc_id] = texts[doc_id].lower()
+        for answer, key, longest_word in keys:
+            # a key without spaces matches the normalized text iff it matches the lowercased
+            # one (whitespace runs only ever join or split around spaces); a key with spaces
+            # can only match if its longest word occurs in the lowercased text
+            if longest_word not in low:
+                continue
+            if " " in key:
+                haystack = normalized.get(doc_id)
+                if haystack is None:
+                    haystack = normalized[doc_id] = normalize(texts[doc_id])
+            else:
+                haystack = low
+            if key in haystack and answer not in found:
                 found.append(answer)
         if not found:
             continue
         text = texts[doc_id]
-        match = find_first_match(text, found)
+        match = find_first_match(text, found, normalized_text=normalized.get(doc_id))
         passage, start, _ = passage_around(text, match.char_start, window_words=window_words)
         out.append({"doc_id": doc_id, "rank": rank, "bm25_score": score, "matched_answer": match.answer,
                     "found_answers": found, "match_offset": match.char_start, "passage": passage,
@@ -106,9 +122,11 @@ def stage1(searcher, text_source, questions: list[Question], *, k: int = 100, th
     wanted = list(dict.fromkeys(doc_id for q in questions for doc_id, _ in ranked[q.qid]))
     texts = text_source.texts(wanted) if wanted else {}
     normalized: dict[str, str] = {}
+    lowered: dict[str, str] = {}
     records = []
     for q in questions:
         hits = ranked[q.qid]
         records.append({"qid": q.qid, "hits": len(hits),
-                        "candidates": match_hits(q, hits, texts, normalized, window_words=window_words)})
+                        "candidates": match_hits(q, hits, texts, normalized, window_words=window_words,
+                                                 lowered=lowered)})
     return records

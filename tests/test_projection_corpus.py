@@ -164,3 +164,19 @@ def test_judge_prompt_shows_at_most_five_answers():
     user = messages[-1]["content"]
     assert '"a4"' in user and '"a5"' not in user
     assert "the passage" in user and "TRUE" in user and "COINCIDENTAL" in user
+
+
+def test_fast_offset_mapping_agrees_with_the_per_character_one():
+    import random
+
+    from projection.answer_match import _normalized_with_offsets, _run_mapper
+
+    rng = random.Random(3)
+    for _ in range(200):
+        text = "".join(rng.choice(["a", "B", " ", "  ", "\n", "\t \n", "xy", "Z"]) for _ in range(rng.randint(0, 40)))
+        norm, offsets = _normalized_with_offsets(text)
+        to_original = _run_mapper(text)
+        assert all(to_original(p) == offsets[p] for p in range(len(norm)))
+    text = "Ab  cd\n\n EF gh"
+    m = find_first_match(text, ["cd ef"])
+    assert text[m.char_start:m.char_end] == "cd\n\n EF"
