@@ -94,10 +94,20 @@ def _load() -> dict:
         if _modules is not None:
             return _modules
         _ensure_java_home()
+        import jnius_config
+
+        if not jnius_config.vm_running and (_java_major(os.environ["JAVA_HOME"]) or 0) >= 24:
+            # Lucene's memory-mapped files use APIs that newer JVMs warn about on every start
+            jnius_config.add_options("--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow")
         with _without_vector_module_option(), _placeholder_openai_key():
             from pyserini.pyclass import autoclass
             from pyserini.search.lucene import LuceneSearcher
+        # Lucene warns on every start that it was built for an older JVM (speed only): hush it;
+        # the logger is kept referenced so its level survives garbage collection
+        jul = autoclass("java.util.logging.Logger").getLogger("org.apache.lucene.store.MMapDirectory")
+        jul.setLevel(autoclass("java.util.logging.Level").SEVERE)
         _modules = {
+            "mmap_logger": jul,
             "LuceneSearcher": LuceneSearcher,
             "IndexCollection": autoclass("io.anserini.index.IndexCollection"),
         }
