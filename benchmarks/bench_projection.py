@@ -76,10 +76,26 @@ def make_corpus(work: Path, n_docs: int, n_questions: int, shards: int, seed: in
     return corpus, [json.loads(line) for line in open(qfile)]
 
 
+def _window_like_released(text, answers, window=200):
+    """Context window as the released code builds it: find, split, walk words to the offset."""
+    low = text.lower()
+    words = text.split()
+    for answer in answers:
+        pos = low.find(answer.lower())
+        if pos != -1:
+            count, index = 0, 0
+            for i, w in enumerate(words):
+                count += len(w) + 1
+                if count >= pos:
+                    index = i
+                    break
+            half = window // 2
+            return " ".join(words[max(0, index - half):index + half]), pos
+    return None
+
+
 def baseline_stage1(searcher, questions, k):
     """The released code's loop: one query, then every hit's stored raw text fetched and parsed."""
-    from projection.passages import extract_passage
-
     out = []
     for q in questions:
         matches = []
@@ -89,7 +105,7 @@ def baseline_stage1(searcher, questions, k):
             low = text.lower()
             found = [a for a in q["answer"] if a.lower() in low]
             if found:
-                matches.append((hit.docid, extract_passage(text, found)))
+                matches.append((hit.docid, _window_like_released(text, found)))
         out.append(matches)
     return out
 

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 _WS = re.compile(r"\s+")
+_MULTI_WS = re.compile(r"\s{2,}")  # only runs of 2+ characters shift offsets when collapsed
 
 
 def normalize(text: str) -> str:
@@ -102,7 +103,7 @@ def _run_mapper(text: str, until: int | None = None):
     """Map a normalized index (up to ``until``) to the original one, from whitespace runs."""
     starts, norm_starts, removed_after = [], [], []
     removed = 0
-    for m in _WS.finditer(text):
+    for m in _MULTI_WS.finditer(text):
         if until is not None and m.start() - removed > until:
             break
         starts.append(m.start())

@@ -95,3 +95,25 @@ def test_verification_through_the_server_parses_thinking_and_counts_unparsed():
     assert results[0][0].reason == "it states the answer"
     system, user = server.requests[0]["body"]["messages"]
     assert system["role"] == "system" and "EXPECTED ANSWERS: \"a\"" in user["content"]
+
+
+def test_first_true_mode_stops_each_question_at_its_first_true():
+    from projection.pipeline import _verify_chunk
+    from projection.retrieval import Question
+
+    def reply(messages):
+        return "TRUE: yes" if "good passage" in messages[-1]["content"] else "COINCIDENTAL: no"
+
+    chunk = [Question("1", "q1", ["a"]), Question("2", "q2", ["b"])]
+    records = [{"qid": "1", "candidates": [{"passage": "bad passage"}, {"passage": "good passage"},
+                                           {"passage": "good passage again"}]},
+               {"qid": "2", "candidates": [{"passage": "bad passage"}]}]
+    with FakeOpenAIServer(reply=reply) as server:
+        backend = _backend(server)
+        first = _verify_chunk(backend, chunk, records, first_true=True, max_new_tokens=8)
+        assert len(server.requests) == 3
+        every = _verify_chunk(backend, chunk, records, first_true=False, max_new_tokens=8)
+        assert len(server.requests) == 3 + 4
+    assert [v and v["label"] for v in first[0]["verdicts"]] == ["COINCIDENTAL", "TRUE", None]
+    assert [v["label"] for v in every[0]["verdicts"]] == ["COINCIDENTAL", "TRUE", "TRUE"]
+    assert [v["label"] for v in first[1]["verdicts"]] == ["COINCIDENTAL"]
