@@ -29,7 +29,7 @@ from tqdm import tqdm
 
 from projection import built_dataset, layout
 from projection.answer_match import answers_in_text, normalize
-from projection.corpus import Corpus, format_doc_id, parse_doc_id
+from projection.corpus import Corpus, canonical_doc_id, format_doc_id, parse_doc_id
 from projection.data_root import resolve_data_dir
 from projection.errors import NanoKnowInputError
 from projection.nanoknow_files import Question, load_questions, read_qrels
@@ -89,7 +89,7 @@ class _DistractorSource:
 
         hits = bm25_batch(self.searcher, [SearchQuestion(q.qid, q.question, list(q.answers)) for q in questions],
                           k=self.settings.bm25_depth)
-        self.ranked = {qid: [canonical(doc_id) for doc_id, _ in ranked] for qid, ranked in hits.items()}
+        self.ranked = {qid: [canonical_doc_id(doc_id) for doc_id, _ in ranked] for qid, ranked in hits.items()}
 
     def candidates(self, question: Question, count: int, attempt: int) -> list[str]:
         """``count`` more candidates for ``question`` (``attempt`` counts earlier rounds)."""
@@ -111,10 +111,6 @@ def _distractor_shards(corpus: Corpus, qrels: dict[str, list[str]]) -> list[int]
     return sorted({parse_doc_id(d)[0] for docs in qrels.values() for d in docs})
 
 
-def canonical(doc_id: str) -> str:
-    return format_doc_id(*parse_doc_id(doc_id))
-
-
 def _oracles(corpus: Corpus, questions: list[Question], qrels: dict[str, list[str]],
              window_words: int) -> dict[str, dict | None]:
     """First qrels document with a gold answer, per question; one batched read per round."""
@@ -129,7 +125,7 @@ def _oracles(corpus: Corpus, questions: list[Question], qrels: dict[str, list[st
             doc_id = wanted[q.qid]
             passage = extract_passage(texts[doc_id], list(q.answers), window_words=window_words)
             if passage is not None:
-                result[q.qid] = {"doc_id": canonical(doc_id), "passage": passage.text,
+                result[q.qid] = {"doc_id": canonical_doc_id(doc_id), "passage": passage.text,
                                  "answer": passage.matched_answer, "answer_offset": passage.match_offset,
                                  "passage_offset": passage.match_offset - passage.start}
             elif depth + 1 < len(qrels[q.qid]):
@@ -143,7 +139,7 @@ def _distractors(corpus: Corpus, source: _DistractorSource, questions: list[Ques
     """``num_distractors`` answer-free, non-relevant passages per question."""
     need = settings.num_distractors
     chosen: dict[str, list[dict]] = {q.qid: [] for q in questions}
-    seen: dict[str, set[str]] = {q.qid: {canonical(d) for d in qrels.get(q.qid, [])} for q in questions}
+    seen: dict[str, set[str]] = {q.qid: {canonical_doc_id(d) for d in qrels.get(q.qid, [])} for q in questions}
     pending = list(questions)
     attempt = 0
     max_attempts = 8 if source.searcher is None else max(1, settings.bm25_depth // (need * OVERSAMPLE) + 1)

@@ -8,24 +8,13 @@ wants); without it, the first bad line raises (what a task loader wants).
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 from projection import layout
+from projection.corpus import DOC_ID_RE
 from projection.errors import NanoKnowInputError
-
-#: ``shard_<5 digits>_<row>``; the row is not zero-padded upstream, padded rows are accepted.
-DOC_ID_PATTERN = re.compile(r"^shard_(\d{5})_(\d+)$")
-
-
-def parse_doc_id(doc_id: str) -> tuple[int, int]:
-    """``shard_01031_487`` -> ``(1031, 487)``; raises ``NanoKnowInputError`` on another shape."""
-    match = DOC_ID_PATTERN.match(doc_id)
-    if not match:
-        raise NanoKnowInputError(f"doc id {doc_id!r} is not shard_<5 digits>_<row>", field="doc_id")
-    return int(match.group(1)), int(match.group(2))
 
 
 def _report(problems: list | None, error: NanoKnowInputError) -> None:
@@ -116,7 +105,7 @@ def read_qrels(path: Path, problems: list | None = None) -> dict[str, list[str]]
         if q0 != "Q0":
             _report(problems, NanoKnowInputError(f"expected 'Q0', got {q0!r}", field="Q0", **where))
             continue
-        if not DOC_ID_PATTERN.match(doc_id):
+        if not DOC_ID_RE.match(doc_id):
             _report(problems, NanoKnowInputError(
                 f"{doc_id!r} is not shard_<5 digits>_<row>", field="doc_id", **where))
             continue
