@@ -28,7 +28,8 @@ from pathlib import Path
 import numpy as np
 
 
-def make_corpus(work: Path, n_docs: int, n_questions: int, shards: int, seed: int):
+def make_corpus(work: Path, n_docs: int, n_questions: int, shards: int, seed: int,
+                args_min_words: int = 200, args_max_words: int = 1000):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -53,7 +54,7 @@ def make_corpus(work: Path, n_docs: int, n_questions: int, shards: int, seed: in
     doc = 0
     for shard in range(shards):
         n = min(per_shard, n_docs - doc)
-        lengths = rng.integers(60, 220, size=n)
+        lengths = rng.integers(args_min_words, args_max_words, size=n)
         flat = rng.choice(vocab, size=int(lengths.sum()), p=zipf)
         texts, pos = [], 0
         for length in lengths:
@@ -115,13 +116,17 @@ def main():
     parser.add_argument("--docs", type=int, default=200_000)
     parser.add_argument("--questions", type=int, default=1000)
     parser.add_argument("--shards", type=int, default=8)
+    parser.add_argument("--min-words", type=int, default=200,
+                        help="document length range in words (default 200-1000: FineWeb-Edu documents "
+                             "average about 1,000 tokens)")
+    parser.add_argument("--max-words", type=int, default=1000)
     parser.add_argument("--top-k", type=int, default=100)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--chunk", type=int, default=250, help="questions per stage-1 batch (ours)")
     parser.add_argument("--baseline-questions", type=int, default=200)
     parser.add_argument("--read-docs", type=int, default=20_000)
     parser.add_argument("--baseline-docs", type=int, default=200)
-    parser.add_argument("--work", type=Path, default=Path("/tmp/nanoknow-bench-projection"))
+    parser.add_argument("--work", type=Path, default=Path("/tmp/nanoknow-bench-projection-v2"))
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
@@ -132,7 +137,8 @@ def main():
 
     args.work.mkdir(parents=True, exist_ok=True)
     t = time.perf_counter()
-    corpus_dir, questions = make_corpus(args.work, args.docs, args.questions, args.shards, args.seed)
+    corpus_dir, questions = make_corpus(args.work, args.docs, args.questions, args.shards, args.seed,
+                                        args.min_words, args.max_words)
     print(f"corpus: {args.docs} docs in {args.shards} shards, {len(questions)} questions ({time.perf_counter() - t:.1f}s)")
     index = args.work / "index-raw"
     if not (index / "done").exists():

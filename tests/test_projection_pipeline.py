@@ -265,3 +265,23 @@ def test_sample_corpus_from_a_nanoknow_data_dir(nanoknow_data_dir, tmp_path):
     run_command(["nanoknow", "make-sample-corpus", "--out", str(again), "--data-dir", str(nanoknow_data_dir),
                  "--questions", "20", "--filler-docs", "30"])
     assert (again / "shard_00000.parquet").read_bytes() == (out / "shard_00000.parquet").read_bytes()
+
+
+def test_an_index_storing_raw_documents_serves_texts_without_the_corpus(sample, tmp_path):
+    """Like the released FineWeb-Edu index: texts come from ``doc(id).raw()`` when no --corpus."""
+    from projection import lucene
+    from projection.corpus import Corpus
+    from projection.indexing import build_corpus_index
+    from projection.retrieval import CorpusTexts, IndexTexts, Question, stage1
+
+    index = tmp_path / "raw-index"
+    assert build_corpus_index(sample["corpus"], index, threads=2, store_raw=True) == \
+        sum(Corpus(sample["corpus"]).num_rows(s) for s in (0, 1))
+    searcher = lucene.open_searcher(index)
+    questions = [Question(q["qid"], q["question"], q["answer"]) for q in sample["questions"][:30]]
+    from_index = stage1(searcher, IndexTexts(searcher, threads=2), questions, k=100, threads=2)
+    from_parquet = stage1(searcher, CorpusTexts(sample["corpus"]), questions, k=100, threads=2)
+    assert from_index == from_parquet and sum(len(r["candidates"]) for r in from_index) > 30
+    no_raw = lucene.open_searcher(sample["index"])
+    with pytest.raises(Exception, match="no stored raw text"):
+        stage1(no_raw, IndexTexts(no_raw), questions[:3], k=5)
