@@ -32,9 +32,38 @@ class Passage:
 
 
 def passage_around(text: str, char_offset: int, *, window_words: int = DEFAULT_WINDOW_WORDS) -> tuple[str, int, int]:
-    """``(passage, start, end)``: ``window_words`` words of ``text`` centred on ``char_offset``."""
+    """``(passage, start, end)``: ``window_words`` words of ``text`` centred on ``char_offset``.
+
+    Only the region around the offset is tokenized (widened until it holds ``window_words``
+    words on each side, or reaches the document's ends): long documents cost no more.
+    """
     if window_words < 1:
         raise ValueError("window_words must be at least 1")
+    reach = 16 * window_words
+    while True:
+        lo, hi = max(0, char_offset - reach), min(len(text), char_offset + reach)
+        while lo > 0 and not text[lo - 1].isspace():
+            lo -= 1
+        while hi < len(text) and not text[hi].isspace():
+            hi += 1
+        spans = [m.span() for m in _WORD.finditer(text, lo, hi)]
+        ends = [e for _, e in spans]
+        centre = bisect.bisect_right(ends, char_offset)
+        if (centre >= window_words or lo == 0) and (len(spans) - centre >= window_words or hi == len(text)):
+            break
+        reach *= 4
+    if not spans:
+        return "", 0, 0
+    centre = min(centre, len(spans) - 1)
+    first = max(0, centre - window_words // 2)
+    last = min(len(spans), first + window_words)
+    first = max(0, last - window_words)
+    start, end = spans[first][0], spans[last - 1][1]
+    return text[start:end], start, end
+
+
+def _passage_around_full(text: str, char_offset: int, window_words: int) -> tuple[str, int, int]:
+    """Reference implementation tokenizing the whole text (for tests)."""
     spans = [m.span() for m in _WORD.finditer(text)]
     if not spans:
         return "", 0, 0

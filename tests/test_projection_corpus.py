@@ -180,3 +180,17 @@ def test_fast_offset_mapping_agrees_with_the_per_character_one():
     text = "Ab  cd\n\n EF gh"
     m = find_first_match(text, ["cd ef"])
     assert text[m.char_start:m.char_end] == "cd\n\n EF"
+
+
+def test_local_window_equals_tokenizing_the_whole_document():
+    import random
+
+    from projection.passages import _passage_around_full
+
+    rng = random.Random(5)
+    for _ in range(300):
+        words = ["x" * rng.choice([1, 3, 8, 40, 400]) for _ in range(rng.randint(0, 300))]
+        text = "".join(w + rng.choice([" ", "\n", "  "]) for w in words)
+        offset = rng.randint(0, max(0, len(text) - 1))
+        window = rng.choice([1, 5, 20, 200])
+        assert passage_around(text, offset, window_words=window) == _passage_around_full(text, offset, window)
