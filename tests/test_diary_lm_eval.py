@@ -26,8 +26,13 @@ def default_1k_folder(tmp_path_factory, run) -> Path:
     return out
 
 
-def test_task_files_are_up_to_date():
+def test_task_files_are_up_to_date_and_valid_for_plain_lm_eval(run):
     assert _make_task_files.main(["--check"]) == 0
+    group = (Path(_make_task_files.HERE) / "nanoknow_diary.yaml").read_text()
+    assert [f"nanoknow_diary_{k}k" for k in (1, 2, 4, 8, 16, 32, 64)] == [
+        line[2:] for line in group.splitlines() if line.startswith("- ")]
+    proc = run(["lm_eval", "validate", "--tasks", "nanoknow_diary"])
+    assert "All tasks found and valid" in proc.stdout + proc.stderr
 
 
 def test_folder_and_in_memory_generation_give_identical_questions(default_1k_folder, tmp_path, run):
