@@ -113,3 +113,10 @@ def test_train_recipe_smoke_then_lm_eval_nanochat(tmp_path, run):
     samples, results = _samples_and_results(out, "nanoknow_diary_1k")
     assert [s["doc"]["qid"] for s in samples] == [d.qid for d in generate_diary_set(1000).split("test")[:2]]
     _check_logged_metrics(samples, results)
+
+
+def test_train_recipe_bad_input_exits_2_naming_the_file_or_option(tmp_path, run):
+    proc = run(["nanoknow", "diary", "train", "--diary-dir", str(tmp_path), "--out", str(tmp_path / "ck")], check=False)
+    assert proc.returncode == 2 and "manifest.json" in proc.stderr, proc.stderr
+    proc = run(["nanoknow", "diary", "train", "--out", str(tmp_path / "ck"), "--steps", "0"], check=False)
+    assert proc.returncode == 2 and "--steps" in proc.stderr, proc.stderr

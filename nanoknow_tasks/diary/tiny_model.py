@@ -54,6 +54,8 @@ def save_checkpoint(folder: str | Path, model, encoding, *, step: int, meta_extr
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
+    for stale in [*folder.glob("model_*.pt"), *folder.glob("meta_*.json")]:  # lm-eval loads the latest step
+        stale.unlink()
     state = {k: v.detach().to("cpu", torch.float32).clone() for k, v in model.state_dict().items()}
     torch.save(state, folder / f"model_{step:06d}.pt")
     meta = {"step": step, "model_config": model.config, **(meta_extra or {})}

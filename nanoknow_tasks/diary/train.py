@@ -30,6 +30,9 @@ from .metrics import pooled_share, score_recall
 
 log = logging.getLogger(__name__)
 
+#: ``max_gen_toks`` of the diary tasks (``_diary_base_yaml``).
+TASK_MAX_GEN_TOKS = 512
+
 EXAMPLE = ("nanoknow diary train --diarists 1000 --out runs/diary-1k --max-minutes 18 && "
            "lm_eval --model nanochat --model_args pretrained=runs/diary-1k --device cpu "
            "--tasks nanoknow_diary_1k --log_samples --output_path runs/diary-1k-eval")
@@ -216,6 +219,11 @@ def run(args: argparse.Namespace) -> int:
     for field in ("steps", "batch_rows", "depth", "width", "heads", "merges"):
         if getattr(args, field) <= 0:
             raise NanoKnowInputError(f"must be positive, got {getattr(args, field)}", field="--" + field.replace("_", "-"))
+    if not args.max_minutes > 0:
+        raise NanoKnowInputError(f"must be positive, got {args.max_minutes}", field="--max-minutes")
+    if args.sequence_len < TASK_MAX_GEN_TOKS + 64:
+        log.warning("--sequence-len %d leaves no room for the tasks' prompt + %d generated tokens; "
+                    "lower max_gen_toks with --gen_kwargs when evaluating", args.sequence_len, TASK_MAX_GEN_TOKS)
     if args.threads:
         torch.set_num_threads(args.threads)
     texts, qa, num_diarists = load_training_data(args.diary_dir, args.diarists, args.seed, args.variant)
