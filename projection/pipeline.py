@@ -311,7 +311,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="judge every candidate (default, as the released qrels) or stop at the first TRUE")
     run_ = parser.add_argument_group("run")
     run_.add_argument("--out", required=True, type=Path, help="output root (upstream layout)")
-    run_.add_argument("--chunk-size", type=int, default=64, help="questions per resumable chunk (default 64)")
+    run_.add_argument("--chunk-size", type=int, default=500,
+                      help="questions per resumable chunk (default 500; larger chunks read the corpus more efficiently)")
     run_.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
 
 
