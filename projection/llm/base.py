@@ -40,3 +40,18 @@ def as_messages(prompt: Prompt) -> list[dict]:
     if not isinstance(prompt, list) or not all(isinstance(m, dict) and "role" in m and "content" in m for m in prompt):
         raise TypeError("a prompt must be a string or a list of {'role', 'content'} messages")
     return prompt
+
+
+def render_chat(tokenizer, prompt: Prompt) -> str:
+    """A prompt as text: a string as it is, a chat through the tokenizer's chat template.
+
+    Thinking is switched off where the template knows the switch (Qwen3 and others).
+    """
+    if isinstance(prompt, str):
+        return prompt
+    messages = as_messages(prompt)
+    try:
+        return tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False,
+                                             enable_thinking=False)
+    except TypeError:
+        return tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from projection.llm.base import LLMBackendError, Prompt, TextGenerator, as_messages
+from projection.llm.base import LLMBackendError, Prompt, TextGenerator, render_chat
 
 log = logging.getLogger(__name__)
 
@@ -45,14 +45,7 @@ class HFBackend(TextGenerator):
         self._torch = torch
 
     def _render(self, prompt: Prompt) -> str:
-        if isinstance(prompt, str):
-            return prompt
-        messages = as_messages(prompt)
-        try:
-            return self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False,
-                                                      enable_thinking=False)
-        except TypeError:
-            return self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        return render_chat(self.tokenizer, prompt)
 
     def generate(self, prompts: list[Prompt], *, max_new_tokens: int = 64, temperature: float = 0.0) -> list[str]:
         from tqdm import tqdm

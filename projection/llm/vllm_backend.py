@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from projection.llm.base import LLMBackendError, Prompt, TextGenerator, as_messages
+from projection.llm.base import LLMBackendError, Prompt, TextGenerator, render_chat
 
 
 class VLLMBackend(TextGenerator):
@@ -32,14 +32,7 @@ class VLLMBackend(TextGenerator):
         self._sampling = SamplingParams
 
     def _render(self, prompt: Prompt) -> str:
-        if isinstance(prompt, str):
-            return prompt
-        messages = as_messages(prompt)
-        try:
-            return self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False,
-                                                      enable_thinking=False)
-        except TypeError:
-            return self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        return render_chat(self.tokenizer, prompt)
 
     def generate(self, prompts: list[Prompt], *, max_new_tokens: int = 64, temperature: float = 0.0) -> list[str]:
         params = self._sampling(temperature=temperature, max_tokens=max_new_tokens, skip_special_tokens=True)
