@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 
 # The verifier's thinking-block patterns (one definition for both LLM parsers).
-from projection.verification import _CLOSE_THINK, _OPEN_THINK, _THINK
+from projection.verification import visible_text
 
 MAX_ANSWERS_SHOWN = 10
 MAX_CANDIDATE_CHARS = 2000
@@ -67,16 +67,6 @@ _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.S)
 _DECODER = json.JSONDecoder()
 
 
-def _visible_text(raw: str) -> str | None:
-    """The output without thinking blocks; None when a thinking block never closed."""
-    text = _THINK.sub(" ", raw)
-    if _CLOSE_THINK.search(text):  # a server that strips the opening tag
-        text = _CLOSE_THINK.split(text)[-1]
-    if _OPEN_THINK.search(text):
-        return None
-    return text.strip()
-
-
 def _json_objects(text: str):
     """Every JSON object found in ``text``: fenced blocks first, then the text itself."""
     candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
@@ -96,7 +86,7 @@ def _json_objects(text: str):
 def parse_judgement(output: str | None) -> Judgement:
     """Read one judge output; unparseable outputs give ``correct=None`` (never a silent False)."""
     raw = output or ""
-    text = _visible_text(raw)
+    text = visible_text(raw)
     if text:
         for obj in _json_objects(text):
             correct = obj.get("correct")

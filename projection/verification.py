@@ -68,15 +68,22 @@ def _reason(text: str, end: int) -> str:
     return text[end:].lstrip(" \t*_:-.,)]\"'`").strip()
 
 
-def parse_verdict(output: str) -> Verdict:
-    """Parse a judge output: the label at the start wins, else the first TRUE/COINCIDENTAL in it."""
-    raw = output or ""
+def visible_text(raw: str) -> str | None:
+    """A model's output without thinking blocks; None when a thinking block never closed."""
     text = _THINK.sub(" ", raw)
     if _CLOSE_THINK.search(text):  # a server that strips the opening tag
         text = _CLOSE_THINK.split(text)[-1]
-    if _OPEN_THINK.search(text):  # thinking never closed: no verdict was given
+    if _OPEN_THINK.search(text):  # thinking never closed: no answer was given
+        return None
+    return text.strip()
+
+
+def parse_verdict(output: str) -> Verdict:
+    """Parse a judge output: the label at the start wins, else the first TRUE/COINCIDENTAL in it."""
+    raw = output or ""
+    text = visible_text(raw)
+    if text is None:
         return Verdict(UNPARSED, raw.strip())
-    text = text.strip()
     lead = _LEAD.match(text)
     body = text[lead.end():] if lead else text
     start = _START.match(body)
