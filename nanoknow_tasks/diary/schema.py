@@ -23,6 +23,10 @@ ENTRY_SEPARATOR = "\n\n"
 QUESTION_ANSWER_SEPARATOR = "\n"
 
 
+#: How every question starts; the tasks stop generating there (``until`` in ``_diary_base_yaml``).
+QUESTION_PREFIX = "Recall all of"
+
+
 def entry_title(name: str, index: int) -> str:
     """``{name}'s Diary Entry {index}`` (index counts from 1)."""
     return f"{name}'s Diary Entry {index}"
@@ -35,7 +39,7 @@ def format_entry(name: str, index: int, attributes: list[tuple[str, str]]) -> st
 
 def question_for(name: str) -> str:
     """The recall question asked about one diarist."""
-    return f"Recall all of {name}'s diary entries, in order."
+    return f"{QUESTION_PREFIX} {name}'s diary entries, in order."
 
 
 def answer_for(entries: list[str]) -> str:

@@ -184,7 +184,7 @@ def train_model(model, docs: list[list[int]], bos: int, *, steps: int, max_secon
 
 
 def recall_check(model, tokenizer, rows: list[dict], *, max_new_tokens: int = 512) -> tuple[dict, list[dict]]:
-    """Greedy recall of ``rows`` (Q/A records) with the task's prompt; metrics and per-question results."""
+    """Greedy recall of ``rows`` (Q/A records) with the task's prompt and stop rules; metrics and results."""
     from nanochat_adapter.generation import generate_greedy
 
     prompts = [[tokenizer.bos_id] + tokenizer.encode(r["question"] + schema.QUESTION_ANSWER_SEPARATOR) for r in rows]
@@ -194,6 +194,7 @@ def recall_check(model, tokenizer, rows: list[dict], *, max_new_tokens: int = 51
                                   stop_token_ids=(tokenizer.bos_id, tokenizer.assistant_end_id))
         for row, tokens in zip(rows[start:start + 16], outputs):
             text = tokenizer.decode([t for t in tokens if t not in (tokenizer.bos_id, tokenizer.assistant_end_id)])
+            text = text.split(schema.QUESTION_PREFIX)[0]  # the tasks' stop sequence
             results.append({"qid": row["qid"], "split": row["split"], "response": text, **score_recall(text, row["answer"])})
     summary = {key: sum(r[key] for r in results) / len(results) for key in ("exact_recall", "count_accuracy", "count_error")}
     summary["entry_accuracy"] = pooled_share([r["entry_accuracy"] for r in results])
