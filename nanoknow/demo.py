@@ -7,7 +7,9 @@ settings; ``--fresh`` starts over):
    for NQ questions of the NanoKnow data when it is available, else the embedded questions;
 2. index: a Lucene BM25 index over the shards (``nanoknow index``);
 3. project: BM25 top-100, answer matching, LLM verification with the bundled SmolLM2
-   (``nanoknow project``) -> topics, qrels and answers in the upstream layout;
+   (``nanoknow project --judge-mode choose``: the likelier of TRUE/COINCIDENTAL, one forward
+   pass per candidate, 80-word windows, to stay fast on a CPU; a 135M judge is no real
+   filter, a Qwen3-14B behind ``--verifier openai`` is) -> topics, qrels and answers;
 4. build: datasets with oracle passages and BM25 hard-negative distractors (``nanoknow build``);
 5. evaluate: SmolLM2-135M-Instruct (``--model hf``) and a nanochat checkpoint (a tiny random
    one unless ``--model-args`` names a real one) through the ``lm_eval`` CLI on closed-book,
@@ -80,8 +82,8 @@ def _questions(data_dir: Path | None, count: int):
     except NanoKnowInputError:
         if data_dir:
             raise
-        log.info("NanoKnow data not found: using the %s embedded sample questions", "100")
-        return "embedded", load_embedded_questions()
+        log.info("NanoKnow data not found: using the embedded sample questions")
+        return "embedded", load_embedded_questions()[:count]
     return str(root), load_data_dir_questions(root, DATASET, "fineweb-edu", count, seed=0)
 
 
@@ -100,7 +102,7 @@ def _lm_eval(model: str, model_args: str, tasks: list[str], out: Path, limit: in
         raise NanoKnowInputError(f"lm_eval exited {result.returncode} for --model {model}")
 
 
-def run_demo(out: Path, *, limit: int | None = 30, questions: int = 150, model_args: str | None = None,
+def run_demo(out: Path, *, limit: int | None = 12, questions: int = 40, model_args: str | None = None,
              data_dir: Path | None = None, fresh: bool = False, max_gen_toks: int = 32) -> Path:
     """Run every step into ``out``; returns the report folder."""
     from nanochat_adapter.testing import write_tiny_checkpoint
@@ -127,11 +129,12 @@ def run_demo(out: Path, *, limit: int | None = 30, questions: int = 150, model_a
 
         code = main(["project", "--dataset", DATASET, "--questions", str(corpus / "questions.jsonl"),
                      "--index", str(index), "--corpus", str(corpus), "--corpus-name", CORPUS_DIR,
-                     "--out", str(data), "--verifier", "hf", "--threads", "2", "--resume"])
+                     "--out", str(data), "--verifier", "hf", "--judge-mode", "choose", "--window-words", "80",
+                     "--dtype", "bfloat16", "--threads", "2", "--resume"])
         if code:
             raise NanoKnowInputError(f"nanoknow project exited {code}")
 
-    steps.run("project", {"verifier": "hf-smollm2"}, project, data)
+    steps.run("project", {"verifier": "hf-smollm2-choose", "window_words": 80}, project, data)
     settings = BuildSettings(dataset=DATASET, corpus_dir=CORPUS_DIR, corpus=str(corpus), index=str(index))
     steps.run("build", {"settings": settings.__dict__}, lambda: build(data, settings, built), built)
 
@@ -159,9 +162,10 @@ def run_demo(out: Path, *, limit: int | None = 30, questions: int = 150, model_a
 
 def add_arguments(parser) -> None:
     parser.add_argument("--out", type=Path, default=Path("nanoknow-demo"), help="working folder (default nanoknow-demo)")
-    parser.add_argument("--limit", type=int, default=30, help="questions per lm-eval task (default 30; 0 = all)")
-    parser.add_argument("--questions", type=int, default=150,
-                        help="NQ questions planted in the sample corpus when NanoKnow data is available")
+    parser.add_argument("--limit", type=int, default=12, help="questions per lm-eval task (default 12; 0 = all)")
+    parser.add_argument("--questions", type=int, default=40,
+                        help="questions planted in the sample corpus (default 40: NQ when NanoKnow data is "
+                             "available, else the embedded sample)")
     parser.add_argument("--model-args", default=None,
                         help="lm-eval --model_args for the nanochat model, e.g. pretrained=karpathy/nanochat-d32 "
                              "(default: a tiny random checkpoint written by the demo)")

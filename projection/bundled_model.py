@@ -27,6 +27,7 @@ def smollm2_gguf() -> tuple[Path, str]:
 
 
 def smollm2_model_args() -> str:
-    """``--model_args`` for ``lm_eval --model hf`` that load the bundled SmolLM2 on the CPU."""
+    """``--model_args`` for ``lm_eval --model hf`` that load the bundled SmolLM2 (bfloat16: on this
+    project's CPUs about three times faster than float32)."""
     folder, gguf_file = smollm2_gguf()
-    return f"pretrained={folder},gguf_file={gguf_file},dtype=float32"
+    return f"pretrained={folder},gguf_file={gguf_file},dtype=bfloat16"

@@ -200,7 +200,8 @@ def make_verifier(args):
 
             folder, gguf = smollm2_gguf()
             model = str(folder)
-        return make_backend("hf", model, gguf_file=gguf, device=args.device, batch_size=args.batch_size)
+        return make_backend("hf", model, gguf_file=gguf, device=args.device, batch_size=args.batch_size,
+                            dtype=args.dtype)
     if args.judge_mode == "choose":
         raise NanoKnowInputError(f"--judge-mode choose needs the hf verifier, not {args.verifier}", field="--judge-mode")
     if args.verifier == "openai":
@@ -302,6 +303,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ver.add_argument("--base-url", default=None, help="OpenAI-compatible server (default env OPENAI_BASE_URL)")
     ver.add_argument("--concurrency", type=int, default=8, help="concurrent requests (openai)")
     ver.add_argument("--device", default="cpu", help="torch device (hf)")
+    ver.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"],
+                     help="weights' dtype (hf; bfloat16 is several times faster on CPUs with AVX512-BF16)")
     ver.add_argument("--batch-size", type=int, default=8, help="generation batch size (hf)")
     ver.add_argument("--max-new-tokens", type=int, default=64)
     ver.add_argument("--judge-mode", choices=["generate", "choose"], default="generate",
