@@ -4,7 +4,8 @@ Steps (each is skipped on a re-run when its output exists and was made with the 
 settings; ``--fresh`` starts over):
 
 1. sample corpus: FineWeb-like parquet shards with planted answers (``make-sample-corpus``),
-   for NQ questions of the NanoKnow data when it is available, else the embedded questions;
+   for NQ questions of the NanoKnow data when it is available, else for embedded questions
+   about invented facts (``projection.invented_facts``);
 2. index: a Lucene BM25 index over the shards (``nanoknow index``);
 3. project: BM25 top-100, answer matching, LLM verification with the bundled SmolLM2
    (``nanoknow project --judge-mode choose``: the likelier of TRUE/COINCIDENTAL, one forward
@@ -73,17 +74,19 @@ class Steps:
 
 
 def _questions(data_dir: Path | None, count: int):
-    """NQ questions from the NanoKnow data when it resolves, else the embedded sample questions."""
+    """NQ questions from the NanoKnow data when it resolves, else embedded questions about
+    invented facts (which no model can answer closed-book)."""
     from projection.data_root import resolve_data_dir
-    from projection.sample_corpus import load_data_dir_questions, load_embedded_questions
+    from projection.invented_facts import invented_questions
+    from projection.sample_corpus import load_data_dir_questions
 
     try:
         root = resolve_data_dir(data_dir)
     except NanoKnowInputError:
         if data_dir:
             raise
-        log.info("NanoKnow data not found: using the embedded sample questions")
-        return "embedded", load_embedded_questions()[:count]
+        log.info("NanoKnow data not found: using %d embedded questions about invented facts", count)
+        return "invented", invented_questions(count)
     return str(root), load_data_dir_questions(root, DATASET, "fineweb-edu", count, seed=0)
 
 
@@ -102,7 +105,7 @@ def _lm_eval(model: str, model_args: str, tasks: list[str], out: Path, limit: in
         raise NanoKnowInputError(f"lm_eval exited {result.returncode} for --model {model}")
 
 
-def run_demo(out: Path, *, limit: int | None = 12, questions: int = 40, model_args: str | None = None,
+def run_demo(out: Path, *, limit: int | None = 20, questions: int = 60, model_args: str | None = None,
              data_dir: Path | None = None, fresh: bool = False, max_gen_toks: int = 32) -> Path:
     """Run every step into ``out``; returns the report folder."""
     from nanochat_adapter.testing import write_tiny_checkpoint
@@ -162,9 +165,9 @@ def run_demo(out: Path, *, limit: int | None = 12, questions: int = 40, model_ar
 
 def add_arguments(parser) -> None:
     parser.add_argument("--out", type=Path, default=Path("nanoknow-demo"), help="working folder (default nanoknow-demo)")
-    parser.add_argument("--limit", type=int, default=12, help="questions per lm-eval task (default 12; 0 = all)")
-    parser.add_argument("--questions", type=int, default=40,
-                        help="questions planted in the sample corpus (default 40: NQ when NanoKnow data is "
+    parser.add_argument("--limit", type=int, default=20, help="questions per lm-eval task (default 20; 0 = all)")
+    parser.add_argument("--questions", type=int, default=60,
+                        help="questions planted in the sample corpus (default 60: NQ when NanoKnow data is "
                              "available, else the embedded sample)")
     parser.add_argument("--model-args", default=None,
                         help="lm-eval --model_args for the nanochat model, e.g. pretrained=karpathy/nanochat-d32 "
