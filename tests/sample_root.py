@@ -46,3 +46,17 @@ def make_embedded_sample(base: Path, *, filler_docs: int = 800):
     questions = load_embedded_questions()
     make_sample_corpus(base / "corpus", questions, shards=2, filler_docs=filler_docs, seed=0)
     return questions, base / "corpus", base / "data"
+
+
+def build_nq_sample(base: Path, data_dir: Path, *, questions: int, filler_docs: int,
+                    p_supported: float) -> Path:
+    """Real NQ questions -> sample corpus -> data root -> built dataset under ``base/build``."""
+    from projection.build import BuildSettings, build
+    from projection.sample_corpus import load_data_dir_questions
+
+    chosen = load_data_dir_questions(data_dir, "nq", "fineweb-edu", limit=questions, seed=1)
+    make_sample_corpus(base / "corpus", chosen, shards=2, filler_docs=filler_docs, seed=1, p_supported=p_supported)
+    write_sample_root(base / "corpus", base / "data", chosen)
+    build(base / "data", BuildSettings(dataset="nq", corpus_dir=CORPUS_DIR, corpus=str(base / "corpus")),
+          base / "build", progress=False)
+    return base / "build"

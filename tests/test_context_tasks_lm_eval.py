@@ -5,12 +5,10 @@ import json
 
 import pytest
 
-from projection.build import BuildSettings, build
-from projection.sample_corpus import load_data_dir_questions, make_sample_corpus
 from nanoknow_tasks.contexts import oracle_slot
 from nanoknow_tasks.exact_match import has_answer
 
-from sample_root import CORPUS_DIR, write_sample_root
+from sample_root import CORPUS_DIR, build_nq_sample
 
 TASKS = ["nanoknow_nq_supported_closedbook", "nanoknow_nq_supported_oracle",
          "nanoknow_nq_supported_distractors_k2_first", "nanoknow_nq_supported_distractors_k2_last"]
@@ -23,11 +21,7 @@ MIN_ORACLE_MARGIN = 0.25
 @pytest.fixture(scope="module")
 def built(tmp_path_factory, nanoknow_data_dir):
     base = tmp_path_factory.mktemp("ctx")
-    questions = load_data_dir_questions(nanoknow_data_dir, "nq", "fineweb-edu", limit=60, seed=1)
-    make_sample_corpus(base / "corpus", questions, shards=2, filler_docs=600, seed=1, p_supported=0.8)
-    write_sample_root(base / "corpus", base / "data", questions)
-    build(base / "data", BuildSettings(dataset="nq", corpus_dir=CORPUS_DIR, corpus=str(base / "corpus")),
-          base / "build", progress=False)
+    build_nq_sample(base, nanoknow_data_dir, questions=60, filler_docs=600, p_supported=0.8)
     return base
 
 

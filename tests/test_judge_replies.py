@@ -8,7 +8,6 @@ the project's real ``openai`` backend.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 
 from openai_test_server import FakeOpenAIServer

@@ -11,10 +11,8 @@ per-sample ``exact_match`` re-scored, and ``doc.answer_frequency`` spread over a
 from __future__ import annotations
 
 import csv
-import glob
 import json
 import math
-import shutil
 from pathlib import Path
 
 import matplotlib.image as mpimg
@@ -23,10 +21,8 @@ import pytest
 
 from nanochat_adapter.testing import write_tiny_checkpoint
 from nanoknow_tasks.exact_match import has_answer
-from projection.build import BuildSettings, build
-from projection.sample_corpus import load_data_dir_questions, make_sample_corpus
 
-from sample_root import CORPUS_DIR, write_sample_root
+from sample_root import CORPUS_DIR, build_nq_sample
 
 DISTRACTOR_TASKS = [f"nanoknow_nq_supported_distractors_k{k}_{p}" for k in (1, 2, 4, 8)
                     for p in ("first", "middle", "last")]
@@ -72,11 +68,7 @@ def _fabricate(real: Path, fake: Path) -> None:
 def outputs(tmp_path_factory, nanoknow_data_dir, run):
     """lm-eval folders: ``runs/`` (two real tiny models) and ``fabricated/`` (one rewritten copy)."""
     base = tmp_path_factory.mktemp("report")
-    questions = load_data_dir_questions(nanoknow_data_dir, "nq", "fineweb-edu", limit=40, seed=1)
-    make_sample_corpus(base / "corpus", questions, shards=2, filler_docs=300, seed=1, p_supported=0.7)
-    write_sample_root(base / "corpus", base / "data", questions)
-    build(base / "data", BuildSettings(dataset="nq", corpus_dir=CORPUS_DIR, corpus=str(base / "corpus")),
-          base / "build", progress=False)
+    build_nq_sample(base, nanoknow_data_dir, questions=40, filler_docs=300, p_supported=0.7)
     metadata = json.dumps({"dataset_dir": str(base / "build"), "corpus": CORPUS_DIR})
     for seed in (1, 2):
         checkpoint = write_tiny_checkpoint(base / f"tiny-seed{seed}", seed=seed)
