@@ -12,7 +12,7 @@ A random nanochat model (default 4 layers, width 256, vocab 8192) generates 64 t
 there are); all three must produce the same tokens on that subset. Prints tokens/s and ratios;
 the last line is ``speedup_vs_naive=<(c)/(a)>``.
 
-    python benchmarks/bench_generate.py [--threads 1] [--prompts 64] [--new-tokens 64]
+    python benchmarks/bench_generate.py [--threads N] [--prompts 64] [--new-tokens 64]
 """
 
 from __future__ import annotations
@@ -39,12 +39,15 @@ def main() -> None:
     parser.add_argument("--new-tokens", type=int, default=64)
     parser.add_argument("--naive-prompts", type=int, default=4, help="prompts timed for (a)")
     parser.add_argument("--single-prompts", type=int, default=8, help="prompts timed for (b)")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch threads (1: robust when the cores are shared; oversubscribed OpenMP threads stall)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch threads (default: torch's, one per core; use 1 when other jobs share the "
+                             "cores, since oversubscribed OpenMP threads stall)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
-    torch.set_num_threads(args.threads)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    args.threads = torch.get_num_threads()
     config = {"sequence_len": 2048, "vocab_size": args.vocab, "n_layer": args.layers, "n_head": args.heads,
               "n_kv_head": args.heads, "n_embd": args.width}
     if args.generation != "2025-10":

@@ -44,6 +44,24 @@ def left_pad(prompts: Sequence[Sequence[int]], pad_id: int = 0, device=None):
     return ids.to(device), valid.to(device)
 
 
+#: Rows per prefill pass: the prompts' activations stay in the CPU caches (a whole large batch
+#: at once is memory-bound); decoding then runs on all rows together.
+PREFILL_ROWS = 8
+
+
+def _prefill(model, ids: torch.Tensor, valid: torch.Tensor, capacity: int):
+    """Fill a KV cache for a left-padded batch, ``PREFILL_ROWS`` rows at a time (CPU), or at once."""
+    step = ids.shape[0] if ids.device.type != "cpu" else PREFILL_ROWS
+    caches, logits = [], []
+    for start in range(0, ids.shape[0], step):
+        cache = model.new_cache(min(step, ids.shape[0] - start), capacity)
+        logits.append(model(ids[start:start + step], valid=valid[start:start + step], cache=cache,
+                            num_logits=1)[:, -1])
+        caches.append(cache)
+    cache = caches[0] if len(caches) == 1 else type(caches[0]).concat(caches)
+    return cache, torch.cat(logits)
+
+
 @torch.inference_mode()
 def generate_greedy(model, prompts: Sequence[Sequence[int]], max_new_tokens: int, *,
                     stop_token_ids: Sequence[int] = (), stop: StopCheck | None = None) -> list[list[int]]:
@@ -59,8 +77,7 @@ def generate_greedy(model, prompts: Sequence[Sequence[int]], max_new_tokens: int
         return outputs
     device = model.device
     ids, valid = left_pad(prompts, device=device)
-    cache = model.new_cache(len(prompts), ids.shape[1] + max_new_tokens)
-    logits = model(ids, valid=valid, cache=cache, num_logits=1)[:, -1]
+    cache, logits = _prefill(model, ids, valid, ids.shape[1] + max_new_tokens)
     active = list(range(len(prompts)))  # original row index of each cache row
     stop_ids = set(int(t) for t in stop_token_ids)
     for step in range(max_new_tokens):

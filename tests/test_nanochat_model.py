@@ -11,7 +11,7 @@ import pytest
 import torch
 from lm_eval.api.instance import Instance
 
-from nanochat_adapter.generation import generate_greedy, generate_naive, left_pad
+from nanochat_adapter.generation import PREFILL_ROWS, generate_greedy, generate_naive, left_pad
 from nanochat_fixtures import ALL_GENERATIONS, loaded_checkpoints, tiny_checkpoints  # noqa: F401
 
 #: fp32 on CPU: batched (padded, masked) vs one-by-one logits differ only by float reordering.
@@ -60,7 +60,9 @@ def test_kv_cache_generation_equals_full_recompute(loaded_checkpoints, generatio
 @pytest.mark.parametrize("generation", ALL_GENERATIONS)
 def test_batched_generation_equals_unbatched(loaded_checkpoints, generation):
     model, tok = loaded_checkpoints[generation].model, loaded_checkpoints[generation].tokenizer
-    prompts = _prompts(tok, seed=4)
+    # more prompts than PREFILL_ROWS: the batch is prefilled in parts whose caches are joined
+    prompts = _prompts(tok, seed=4, lengths=(1, 5, 37, 90, 140, 12, 64, 3, 100, 7, 50))
+    assert len(prompts) > PREFILL_ROWS
     batched = generate_greedy(model, prompts, 24)
     assert batched == [generate_greedy(model, [p], 24)[0] for p in prompts]
 
