@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from dataclasses import dataclass
 
 from projection.answer_match import _norm_answer, find_first_match, normalize
@@ -19,6 +20,9 @@ from projection.corpus import Corpus
 from projection.passages import DEFAULT_WINDOW_WORDS, passage_around
 
 log = logging.getLogger(__name__)
+
+#: Whitespace that normalization changes: a non-space whitespace character or two spaces.
+_IRREGULAR_SPACE = re.compile(r"[^\S ]|  ")
 
 
 @dataclass(frozen=True)
@@ -94,15 +98,17 @@ def match_hits(question: Question, hits: list[tuple[str, float]], texts: dict[st
             # a key without spaces matches the normalized text iff it matches the lowercased
             # one (whitespace runs only ever join or split around spaces); a key with spaces
             # can only match if its longest word occurs in the lowercased text
-            if longest_word not in low:
+            if longest_word not in low or answer in found:
                 continue
-            if " " in key:
-                haystack = normalized.get(doc_id)
-                if haystack is None:
-                    haystack = normalized[doc_id] = normalize(texts[doc_id])
-            else:
-                haystack = low
-            if key in haystack and answer not in found:
+            if key in low:  # an occurrence in the lowercased text survives normalization
+                found.append(answer)
+                continue
+            if " " not in key or not _IRREGULAR_SPACE.search(low):
+                continue  # then normalizing cannot create an occurrence
+            haystack = normalized.get(doc_id)
+            if haystack is None:
+                haystack = normalized[doc_id] = normalize(texts[doc_id])
+            if key in haystack:
                 found.append(answer)
         if not found:
             continue

@@ -194,3 +194,26 @@ def test_local_window_equals_tokenizing_the_whole_document():
         offset = rng.randint(0, max(0, len(text) - 1))
         window = rng.choice([1, 5, 20, 200])
         assert passage_around(text, offset, window_words=window) == _passage_around_full(text, offset, window)
+
+
+def test_stage1_matching_shortcuts_agree_with_the_plain_rule():
+    """match_hits skips normalizing when it cannot matter; it must find what the rule finds."""
+    import random as _random
+
+    from projection.answer_match import _norm_answer, normalize
+    from projection.retrieval import Question, match_hits
+
+    rng = _random.Random(5)
+    words = ["new", "york", "City", "of", "the", "san", "francisco", "bay", "x"]
+    spaces = [" ", " ", " ", "  ", "\n", "\t", " \n "]
+    answers = ["New York", "new  york city", "San Francisco Bay", "the", "x", "York"]
+    texts, hits = {}, []
+    for i in range(400):
+        doc = "".join(rng.choice(words) + rng.choice(spaces) for _ in range(rng.randint(1, 12)))
+        texts[f"shard_00000_{i}"] = doc
+        hits.append((f"shard_00000_{i}", 1.0))
+    found = {c["doc_id"]: set(c["found_answers"])
+             for c in match_hits(Question("q", "q", answers), hits, texts, {}, window_words=5)}
+    expected = {d: {a for a in answers if _norm_answer(a) in normalize(t)} for d, t in texts.items()}
+    assert {d: s for d, s in expected.items() if s} == found
+    assert len(found) > 100 and any(len(s) > 2 for s in found.values())
