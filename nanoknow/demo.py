@@ -64,7 +64,10 @@ class Steps:
             log.info("[%s] done earlier, reusing %s", name, ", ".join(str(p) for p in outputs))
             return
         for path in outputs:  # a changed or unfinished step starts clean
-            shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
         marker.unlink(missing_ok=True)
         log.info("[%s] running", name)
         start = time.monotonic()

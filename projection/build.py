@@ -32,7 +32,7 @@ from projection.answer_match import answers_in_text, normalize
 from projection.corpus import Corpus, canonical_doc_id, format_doc_id, parse_doc_id
 from projection.data_root import resolve_data_dir
 from projection.errors import NanoKnowInputError
-from projection.nanoknow_files import Question, load_questions, read_qrels
+from projection.nanoknow_files import Question, load_questions, read_answers, read_qrels
 from projection.passages import DEFAULT_WINDOW_WORDS, extract_passage, passage_around
 from projection.squad_source import load_squad_contexts
 
@@ -198,7 +198,9 @@ def build(data_dir: Path, settings: BuildSettings, out: Path, *, progress: bool 
         raise NanoKnowInputError("qrels file not found: a build needs the supported split's qrels",
                                  file=qrels_file, field="--data-dir")
     qrels = read_qrels(qrels_file)
-    questions = {split: load_questions(data_dir, settings.dataset, settings.corpus_dir, split)
+    answers = read_answers(layout.answers_path(data_dir, settings.dataset))
+    questions = {split: load_questions(data_dir, settings.dataset, settings.corpus_dir, split,
+                                       answers=answers, qrels=qrels)
                  for split in layout.SPLITS}
     contexts = None
     if settings.squad_source:

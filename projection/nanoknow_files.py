@@ -135,18 +135,23 @@ class Question:
     answer_frequency: int | None
 
 
-def load_questions(root: Path, dataset: str, corpus_dir: str, split: str) -> list[Question]:
-    """Questions of one split with answers and answer frequency; raises on the first bad line."""
+def load_questions(root: Path, dataset: str, corpus_dir: str, split: str, *,
+                   answers: dict[str, list[str]] | None = None,
+                   qrels: dict[str, list[str]] | None = None) -> list[Question]:
+    """Questions of one split with answers and answer frequency; raises on the first bad line.
+
+    ``answers`` and ``qrels`` already read by the caller are used instead of reading the files again.
+    """
     root = Path(root)
     answers_file = layout.answers_path(root, dataset)
     topics_file = layout.topics_path(root, dataset, corpus_dir, split)
-    answers = read_answers(answers_file)
+    answers = read_answers(answers_file) if answers is None else answers
     topics = read_topics(topics_file)
     qrels_file = layout.qrels_path(root, dataset, corpus_dir)
     if split == "unsupported":
         frequency = lambda qid: 0  # noqa: E731
-    elif qrels_file.is_file():
-        qrels = read_qrels(qrels_file)
+    elif qrels is not None or qrels_file.is_file():
+        qrels = read_qrels(qrels_file) if qrels is None else qrels
         frequency = lambda qid: len(qrels.get(qid, ()))  # noqa: E731
     else:
         frequency = lambda qid: None  # noqa: E731
