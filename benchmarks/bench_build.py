@@ -32,9 +32,10 @@ import pyarrow.parquet as pq
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from projection import built_dataset, layout  # noqa: E402
-from projection.build import BuildSettings, build  # noqa: E402
-from projection.corpus import Corpus, parse_doc_id, shard_file_name  # noqa: E402
+from projection.data import layout  # noqa: E402
+from projection.datasets import built_layout
+from projection.datasets.build import BuildSettings, build  # noqa: E402
+from projection.corpus.shards import Corpus, parse_doc_id, shard_file_name  # noqa: E402
 
 WORDS = ("river mountain library garden teacher winter harvest station market bridge painter engine "
          "village ocean forest museum school letter window castle valley island doctor kitchen").split()
@@ -111,7 +112,7 @@ def main() -> None:
         info = build(root, BuildSettings(dataset="bench", corpus_dir="synthetic", corpus=str(corpus),
                                          chunk_size=args.questions), out, progress=False)
         build_seconds = time.perf_counter() - start
-        rows = built_dataset.read_split(out, "bench", "synthetic", "supported").to_pylist()
+        rows = built_layout.read_split(out, "bench", "synthetic", "supported").to_pylist()
         needed = list(dict.fromkeys([r["oracle"]["doc_id"] for r in rows if r["oracle"]]
                                     + [d["doc_id"] for r in rows for d in r["distractors"]]))
         print(f"build: {info['counts']} in {build_seconds:.1f} s (whole build, incl. passages and writing)")

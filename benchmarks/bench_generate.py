@@ -23,8 +23,8 @@ import time
 
 import torch
 
-from nanochat_adapter.generation import generate_greedy, generate_naive
-from nanochat_adapter.testing import random_model
+from nanochat_adapter.decoding import generate_greedy, generate_naive
+from nanochat_adapter.tiny_checkpoints import random_model
 
 
 def main() -> None:

@@ -132,10 +132,10 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
-    from projection import lucene
-    from projection.corpus import Corpus, format_doc_id
-    from projection.indexing import build_corpus_index
-    from projection.retrieval import CorpusTexts, Question, stage1
+    from projection.index import lucene
+    from projection.corpus.shards import Corpus, format_doc_id
+    from projection.index.build_index import build_corpus_index
+    from projection.stage1.retrieval import CorpusTexts, Question, stage1
 
     args.work.mkdir(parents=True, exist_ok=True)
     t = time.perf_counter()

@@ -14,9 +14,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from projection.errors import NanoKnowInputError
+from nanoknow_common.errors import NanoKnowInputError
 
-from .generations import GENERATIONS, Generation, check_config, check_state_dict, detect_generation
+from .architectures import GENERATIONS, Generation, check_config, check_state_dict, detect_generation
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from projection.errors import NanoKnowInputError
+from nanoknow_common.errors import NanoKnowInputError
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ from lm_eval.api.model import TemplateLM
 from tqdm import tqdm
 
 from .checkpoint import load_checkpoint
-from .generation import generate_greedy, left_pad
+from .decoding import generate_greedy, left_pad
 from .tokenizer import CHAT_TEMPLATE
 
 log = logging.getLogger(__name__)
@@ -85,7 +85,7 @@ class NanoChatLM(TemplateLM):
                 return str(accelerator.device)
         if device:
             if device.startswith("cuda") and not torch.cuda.is_available():
-                from projection.errors import NanoKnowInputError
+                from nanoknow_common.errors import NanoKnowInputError
 
                 raise NanoKnowInputError(f"device {device!r} requested but CUDA is not available",
                                          field="device")

@@ -14,7 +14,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .generations import SMEAR_CHANNELS, Generation, has_value_embed
+from .architectures import SMEAR_CHANNELS, Generation, has_value_embed
 
 
 def rms_norm(x: torch.Tensor) -> torch.Tensor:

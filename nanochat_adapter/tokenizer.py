@@ -13,7 +13,7 @@ import logging
 import pickle
 from pathlib import Path
 
-from projection.errors import NanoKnowInputError
+from nanoknow_common.errors import NanoKnowInputError
 
 log = logging.getLogger(__name__)
 

@@ -12,22 +12,22 @@ import importlib
 import logging
 import sys
 
-from projection.errors import NanoKnowInputError
+from nanoknow_common.errors import NanoKnowInputError
 
 #: command name -> (module, one-line help). Nested commands use a space ("data fetch").
 COMMANDS: dict[str, tuple[str, str]] = {
-    "data fetch": ("projection.fetch", "download the NanoKnow question/answer/qrels files and check their sha256"),
-    "data verify": ("projection.verify", "validate a NanoKnow data directory and print counts"),
-    "make-sample-corpus": ("projection.sample_corpus", "write a small FineWeb-like corpus with planted answers"),
-    "index": ("projection.indexing", "build a Lucene BM25 index over parquet shards"),
-    "project": ("projection.pipeline", "project a QA benchmark onto a corpus (BM25, matching, LLM verification)"),
-    "build": ("projection.build", "build NanoKnow datasets with oracle and distractor passages"),
-    "publish": ("projection.publish", "write (and upload) built datasets in the Hugging Face Hub layout"),
-    "report": ("nanoknow.report", "summarise lm-eval outputs into tables and plots"),
-    "demo": ("nanoknow.demo", "run the whole chain offline on an embedded sample"),
+    "data fetch": ("projection.data.fetch", "download the NanoKnow question/answer/qrels files and check their sha256"),
+    "data verify": ("projection.data.check_files", "validate a NanoKnow data directory and print counts"),
+    "make-sample-corpus": ("nanoknow.demo.sample_corpus", "write a small FineWeb-like corpus with planted answers"),
+    "index": ("projection.index.build_index", "build a Lucene BM25 index over parquet shards"),
+    "project": ("projection.project", "project a QA benchmark onto a corpus (BM25, matching, LLM verification)"),
+    "build": ("projection.datasets.build", "build NanoKnow datasets with oracle and distractor passages"),
+    "publish": ("projection.datasets.publish", "write (and upload) built datasets in the Hugging Face Hub layout"),
+    "report": ("nanoknow.report.write_report", "summarise lm-eval outputs into tables and plots"),
+    "demo": ("nanoknow.demo.run_demo", "run the whole chain offline on an embedded sample"),
     "convert-nanochat": ("nanochat_adapter.convert", "convert a nanochat checkpoint to a transformers folder"),
-    "diary make": ("nanoknow_tasks.diary.generate", "generate the diary knowledge-extent benchmark"),
-    "diary train": ("nanoknow_tasks.diary.train", "train a tiny nanochat model on a diary set (CPU recipe)"),
+    "diary make": ("nanoknow.diary.make", "generate the diary knowledge-extent benchmark"),
+    "diary train": ("nanoknow.diary.train", "train a tiny nanochat model on a diary set (CPU recipe)"),
 }
 
 log = logging.getLogger("nanoknow")

@@ -21,10 +21,10 @@ import os
 
 import datasets
 
-from projection import built_dataset
-from projection.data_root import resolve_data_dir
-from projection.errors import NanoKnowInputError
-from projection.nanoknow_files import load_questions
+from projection.datasets import built_layout
+from projection.data.data_root import resolve_data_dir
+from nanoknow_common.errors import NanoKnowInputError
+from projection.data.files import load_questions
 from nanoknow_tasks.contexts import compose_context
 
 log = logging.getLogger(__name__)
@@ -39,16 +39,16 @@ def _built_source(metadata: dict) -> tuple[str, str] | None:
         return "dir", str(metadata["dataset_dir"])
     if metadata.get("dataset_repo"):
         return "repo", str(metadata["dataset_repo"])
-    if os.environ.get(built_dataset.DATASET_DIR_ENV):
-        return "dir", os.environ[built_dataset.DATASET_DIR_ENV]
+    if os.environ.get(built_layout.DATASET_DIR_ENV):
+        return "dir", os.environ[built_layout.DATASET_DIR_ENV]
     return None
 
 
 def _read_built(source: tuple[str, str], dataset: str, corpus_dir: str, split: str) -> datasets.Dataset:
     kind, where = source
-    name = built_dataset.config_name(dataset, corpus_dir)
-    if kind == "dir" and built_dataset.split_path(where, dataset, corpus_dir, split).is_file():
-        return datasets.Dataset(built_dataset.read_split(where, dataset, corpus_dir, split))
+    name = built_layout.config_name(dataset, corpus_dir)
+    if kind == "dir" and built_layout.split_path(where, dataset, corpus_dir, split).is_file():
+        return datasets.Dataset(built_layout.read_split(where, dataset, corpus_dir, split))
     try:  # a published folder or a Hub repository: one config per dataset/corpus
         return datasets.load_dataset(where, name, split=split)
     except (FileNotFoundError, ValueError, datasets.exceptions.DatasetNotFoundError) as err:
@@ -63,7 +63,7 @@ def _test_split(rows: datasets.Dataset) -> datasets.DatasetDict:
 
 
 def _configure_judge(metadata: dict) -> None:
-    from nanoknow_tasks import judge
+    from nanoknow_tasks.judge import metric as judge
 
     judge.configure_from_metadata(metadata)
 

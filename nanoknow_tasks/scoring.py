@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from nanoknow_tasks import judge
-from nanoknow_tasks.exact_match import has_answer
+from nanoknow_tasks.judge.metric import judge_metrics
+from nanoknow_tasks.has_answer import has_answer
 
 
 def process_results(doc: dict, results: list[str]) -> dict:
     """Exact match (DPR ``has_answers`` rule) of the first generation against ``doc["answers"]``.
 
-    When an LLM judge is configured (:mod:`nanoknow_tasks.judge`), also the per-sample items of
+    When an LLM judge is configured (:mod:`nanoknow_tasks.judge.metric`), also the per-sample items of
     ``llm_judge`` and ``llm_judge_unparseable``, which the task's aggregation judges in one batch.
     """
     prediction = results[0] if results else ""
     scores = {"exact_match": float(has_answer(prediction, doc["answers"]))}
-    scores.update(judge.judge_metrics(doc, prediction))
+    scores.update(judge_metrics(doc, prediction))
     return scores

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nanochat_adapter.generations import GENERATIONS
+from nanochat_adapter.architectures import GENERATIONS
 
 ALL_GENERATIONS = sorted(GENERATIONS)
 
@@ -12,7 +12,7 @@ ALL_GENERATIONS = sorted(GENERATIONS)
 @pytest.fixture(scope="session")
 def tiny_checkpoints(tmp_path_factory) -> dict:
     """``{generation: folder}`` of tiny random checkpoints in nanochat's on-disk format."""
-    from nanochat_adapter.testing import write_tiny_checkpoint
+    from nanochat_adapter.tiny_checkpoints import write_tiny_checkpoint
 
     root = tmp_path_factory.mktemp("nanochat")
     return {g: write_tiny_checkpoint(root / g, generation=g, seed=1) for g in ALL_GENERATIONS}

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from projection import layout
-from projection.sample_corpus import load_embedded_questions, make_sample_corpus, read_ground_truth
+from projection.data import layout
+from nanoknow.demo.sample_corpus import load_embedded_questions, make_sample_corpus, read_ground_truth
 
 CORPUS_DIR = "sample"
 
@@ -51,8 +51,8 @@ def make_embedded_sample(base: Path, *, filler_docs: int = 800):
 def build_nq_sample(base: Path, data_dir: Path, *, questions: int, filler_docs: int,
                     p_supported: float) -> Path:
     """Real NQ questions -> sample corpus -> data root -> built dataset under ``base/build``."""
-    from projection.build import BuildSettings, build
-    from projection.sample_corpus import load_data_dir_questions
+    from projection.datasets.build import BuildSettings, build
+    from nanoknow.demo.sample_corpus import load_data_dir_questions
 
     chosen = load_data_dir_questions(data_dir, "nq", "fineweb-edu", limit=questions, seed=1)
     make_sample_corpus(base / "corpus", chosen, shards=2, filler_docs=filler_docs, seed=1, p_supported=p_supported)

@@ -6,11 +6,12 @@ import shutil
 import pyarrow.parquet as pq
 import pytest
 
-from projection import built_dataset, layout
-from projection.answer_match import answers_in_text
-from projection.build import BuildSettings, build
-from projection.corpus import Corpus
-from projection.errors import NanoKnowInputError
+from projection.data import layout
+from projection.datasets import built_layout
+from projection.stage1.answer_match import answers_in_text
+from projection.datasets.build import BuildSettings, build
+from projection.corpus.shards import Corpus
+from nanoknow_common.errors import NanoKnowInputError
 from nanoknow_tasks.contexts import compose_context, distractor_passages, oracle_slot
 
 from sample_root import CORPUS_DIR, make_embedded_sample, write_sample_root
@@ -28,12 +29,12 @@ def sample(tmp_path_factory):
 
 
 def _supporting(corpus):
-    from projection.sample_corpus import read_ground_truth
+    from nanoknow.demo.sample_corpus import read_ground_truth
     return {r["qid"] for r in read_ground_truth(corpus / "ground_truth.jsonl") if r["kind"] == "supporting"}
 
 
 def _filler_doc(corpus, questions):
-    from projection.sample_corpus import read_ground_truth
+    from nanoknow.demo.sample_corpus import read_ground_truth
     planted = {r["doc_id"] for r in read_ground_truth(corpus / "ground_truth.jsonl")}
     texts = Corpus(corpus).read_documents([f"shard_00000_{row}" for row in range(50)])
     return next(d for d, t in texts.items() if d not in planted
@@ -45,14 +46,14 @@ def _settings(corpus, **kw):
 
 
 def _digest(out):
-    return {s: hashlib.sha256(built_dataset.split_path(out, "nq", CORPUS_DIR, s).read_bytes()).hexdigest()
+    return {s: hashlib.sha256(built_layout.split_path(out, "nq", CORPUS_DIR, s).read_bytes()).hexdigest()
             for s in layout.SPLITS}
 
 
 def test_oracle_and_distractors(sample, tmp_path):
     questions, corpus, root, qrels, special_qid, filler = sample
     info = build(root, _settings(corpus, chunk_size=7), tmp_path, progress=False)
-    rows = pq.read_table(built_dataset.split_path(tmp_path, "nq", CORPUS_DIR, "supported")).to_pylist()
+    rows = pq.read_table(built_layout.split_path(tmp_path, "nq", CORPUS_DIR, "supported")).to_pylist()
     assert len(rows) == info["counts"]["supported"] == len(qrels)
     texts = Corpus(corpus).read_documents({d for r in rows for d in
                                            [r["oracle"]["doc_id"]] + [x["doc_id"] for x in r["distractors"]]})
@@ -76,14 +77,14 @@ def test_oracle_and_distractors(sample, tmp_path):
             assert texts[d["doc_id"]].startswith(d["passage"][:50])
     special = next(r for r in rows if r["qid"] == special_qid)
     assert qrels[special_qid][0] == filler and special["oracle"]["doc_id"] == qrels[special_qid][1]
-    unsupported = pq.read_table(built_dataset.split_path(tmp_path, "nq", CORPUS_DIR, "unsupported")).to_pylist()
+    unsupported = pq.read_table(built_layout.split_path(tmp_path, "nq", CORPUS_DIR, "unsupported")).to_pylist()
     assert unsupported and all(r["oracle"] is None and r["answer_frequency"] == 0 for r in unsupported)
 
 
 def test_distractor_positions_share_the_k_prefix(sample, tmp_path):
     questions, corpus, root, *_ = sample
     build(root, _settings(corpus), tmp_path, progress=False)
-    row = pq.read_table(built_dataset.split_path(tmp_path, "nq", CORPUS_DIR, "supported")).to_pylist()[0]
+    row = pq.read_table(built_layout.split_path(tmp_path, "nq", CORPUS_DIR, "supported")).to_pylist()[0]
     for k in (1, 2, 4, 8):
         layouts = {p: distractor_passages(row, k, p) for p in ("first", "middle", "last")}
         for position, passages in layouts.items():

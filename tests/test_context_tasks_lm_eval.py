@@ -6,7 +6,7 @@ import json
 import pytest
 
 from nanoknow_tasks.contexts import oracle_slot
-from nanoknow_tasks.exact_match import has_answer
+from nanoknow_tasks.has_answer import has_answer
 
 from sample_root import CORPUS_DIR, build_nq_sample
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from projection.fetch import fetch
-from projection.manifest import load_manifest
+from projection.data.fetch import fetch
+from projection.data.manifest import load_manifest
 
 
 class _Handler(http.server.SimpleHTTPRequestHandler):

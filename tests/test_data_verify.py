@@ -5,11 +5,11 @@ import shutil
 
 import pytest
 
-from projection import layout
-from projection.data_root import resolve_data_dir
-from projection.errors import NanoKnowInputError
-from projection.nanoknow_files import load_questions, read_qrels
-from projection.verify import verify_data_dir
+from projection.data import layout
+from projection.data.data_root import resolve_data_dir
+from nanoknow_common.errors import NanoKnowInputError
+from projection.data.files import load_questions, read_qrels
+from projection.data.check_files import verify_data_dir
 
 
 def test_verify_reference_data_counts(run, nanoknow_data_dir):

@@ -9,11 +9,11 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from nanoknow_tasks.diary import schema
-from nanoknow_tasks.diary.build import SPLITS, generate_diary_set
-from nanoknow_tasks.diary.files import read_manifest, read_qa_split
+from projection.diary import schema
+from projection.diary.generator import SPLITS, generate_diary_set
+from projection.diary.files import read_manifest, read_qa_split
 from nanoknow_tasks.diary.metrics import parse_entries
-from projection.errors import NanoKnowInputError
+from nanoknow_common.errors import NanoKnowInputError
 
 ATTRIBUTE_LINE = {f"{k}: {v}" for k, values in schema.ATTRIBUTES.items() for v in values}
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from nanoknow_tasks.diary import _make_task_files
-from nanoknow_tasks.diary.build import generate_diary_set
+from projection.diary.generator import generate_diary_set
 from nanoknow_tasks.diary.loaders import diary_rows, load_diary_split
 from nanoknow_tasks.diary.metrics import pooled_share, score_recall
-from projection.errors import NanoKnowInputError
+from nanoknow_common.errors import NanoKnowInputError
 
 METRICS = ("exact_recall", "count_accuracy", "count_error", "entry_accuracy")
 

@@ -6,7 +6,7 @@ import pytest
 from pyserini.eval.evaluate_dpr_retrieval import SimpleTokenizer
 from pyserini.eval.evaluate_dpr_retrieval import has_answers as pyserini_has_answers
 
-from nanoknow_tasks.exact_match import answer_tokens, has_answer
+from nanoknow_tasks.has_answer import answer_tokens, has_answer
 
 PIECES = [
     "Paris", "paris,", "PARIS.", "Paris, Texas", "the", "The Beatles", "beatles'", "1972",

@@ -8,9 +8,10 @@ import sqlite3
 
 import pytest
 
-from nanoknow_tasks import judge, scoring
-from nanoknow_tasks.judge_prompt import judge_messages, parse_judgement
-from projection.errors import NanoKnowInputError
+from nanoknow_tasks import scoring
+from nanoknow_tasks.judge import metric as judge
+from nanoknow_tasks.judge.prompt import judge_messages, parse_judgement
+from nanoknow_common.errors import NanoKnowInputError
 from openai_test_server import FakeOpenAIServer
 from test_judge_replies import FALSE_REPLY, GARBAGE_REPLY, TRUE_REPLY, bodies, question_of
 

@@ -11,9 +11,10 @@ import sqlite3
 
 import pytest
 
-from nanoknow_tasks import judge, scoring
-from nanoknow_tasks.judge_prompt import parse_judgement
-from projection.bundled_model import smollm2_gguf
+from nanoknow_tasks import scoring
+from nanoknow_tasks.judge import metric as judge
+from nanoknow_tasks.judge.prompt import parse_judgement
+from nanoknow.demo.bundled_model import smollm2_gguf
 from test_judge import DOCS, _forget_process_state, fresh_judge  # noqa: F401 (autouse fixture)
 
 

@@ -9,7 +9,7 @@ import sqlite3
 
 import pytest
 
-from nanoknow_tasks import judge
+from nanoknow_tasks.judge import metric as judge
 from openai_test_server import FakeOpenAIServer
 from test_judge_replies import GARBAGE_REPLY, TRUE_REPLY, bodies, hashed_script, question_of, reply_for_question
 
@@ -71,7 +71,7 @@ def test_lm_eval_without_judge_reports_exact_match_only(run, tmp_path, nanoknow_
 def test_task_loader_refuses_a_judge_model_without_backend(nanoknow_data_dir, monkeypatch):
     """What lm-eval calls with --metadata '{"judge_model": ...}': a clear error before any model runs."""
     from nanoknow_tasks.loaders import load_question_split
-    from projection.errors import NanoKnowInputError
+    from nanoknow_common.errors import NanoKnowInputError
 
     monkeypatch.setattr(judge, "_config", None)
     with pytest.raises(NanoKnowInputError, match="judge_backend: judge settings given .judge_model. but no backend"):

@@ -39,7 +39,7 @@ def bodies(server) -> list[dict]:
 
 
 def test_scripted_server_speaks_openai_chat_completions():
-    from projection.llm import make_backend
+    from nanoknow_common.llm import make_backend
 
     messages = [{"role": "user", "content": "Question: who wrote Hamlet?\nCandidate answer: Shakespeare"}]
     with FakeOpenAIServer(reply=hashed_script) as server:

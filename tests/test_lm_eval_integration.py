@@ -9,9 +9,9 @@ import sys
 import pytest
 
 from nanoknow_tasks import _generate_configs
-from nanoknow_tasks.exact_match import has_answer
-from projection.nanoknow_files import read_qrels
-from projection import layout
+from nanoknow_tasks.has_answer import has_answer
+from projection.data.files import read_qrels
+from projection.data import layout
 
 CLOSEDBOOK = [f"nanoknow_{d}_{s}_closedbook" for d in ("nq", "squad", "hotpotqa")
               for s in ("supported", "unsupported")]

@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from nanochat_adapter.checkpoint import load_checkpoint
-from nanochat_adapter.testing import write_tiny_checkpoint
+from nanochat_adapter.tiny_checkpoints import write_tiny_checkpoint
 from nanochat_adapter.tokenizer import load_encoding
-from projection.errors import NanoKnowInputError
+from nanoknow_common.errors import NanoKnowInputError
 
 
 @pytest.fixture()

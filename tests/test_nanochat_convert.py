@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from nanochat_adapter.checkpoint import load_checkpoint
-from nanochat_adapter.testing import write_tiny_checkpoint
+from nanochat_adapter.tiny_checkpoints import write_tiny_checkpoint
 
 #: fp32 on CPU, same operations in a different order: logits agree to well within this.
 LOGIT_ATOL = 1e-4
@@ -40,7 +40,7 @@ def test_converted_model_matches_native_logits_and_tokens(run, tmp_path, pad_voc
 
 def test_generations_transformers_cannot_express_are_refused(run, tmp_path):
     from nanochat_adapter.convert import convert
-    from projection.errors import NanoKnowInputError
+    from nanoknow_common.errors import NanoKnowInputError
 
     jan = write_tiny_checkpoint(tmp_path / "jan", generation="2026-01", seed=7)
     with pytest.raises(NanoKnowInputError, match="generation 2026-01 cannot be expressed.*value embeddings"):

@@ -11,7 +11,7 @@ import pytest
 import torch
 from lm_eval.api.instance import Instance
 
-from nanochat_adapter.generation import PREFILL_ROWS, generate_greedy, generate_naive, left_pad
+from nanochat_adapter.decoding import PREFILL_ROWS, generate_greedy, generate_naive, left_pad
 from nanochat_fixtures import ALL_GENERATIONS, loaded_checkpoints, tiny_checkpoints  # noqa: F401
 
 #: fp32 on CPU: batched (padded, masked) vs one-by-one logits differ only by float reordering.

@@ -6,11 +6,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from projection.answer_match import answers_in_text, find_first_match, normalize
-from projection.corpus import Corpus, canonical_doc_id, parse_doc_id, read_documents
-from projection.errors import NanoKnowInputError
-from projection.passages import extract_passage, passage_around
-from projection.verification import COINCIDENTAL, TRUE, UNPARSED, judge_messages, parse_verdict
+from projection.stage1.answer_match import answers_in_text, find_first_match, normalize
+from projection.corpus.shards import Corpus, canonical_doc_id, parse_doc_id, read_documents
+from nanoknow_common.errors import NanoKnowInputError
+from projection.stage1.passages import extract_passage, passage_around
+from projection.stage2.verification import COINCIDENTAL, TRUE, UNPARSED, judge_messages, parse_verdict
 
 
 @pytest.fixture(scope="module")
@@ -169,7 +169,7 @@ def test_judge_prompt_shows_at_most_five_answers():
 def test_fast_offset_mapping_agrees_with_the_per_character_one():
     import random
 
-    from projection.answer_match import _normalized_with_offsets, _run_mapper
+    from projection.stage1.answer_match import _normalized_with_offsets, _run_mapper
 
     rng = random.Random(3)
     for _ in range(200):
@@ -185,7 +185,7 @@ def test_fast_offset_mapping_agrees_with_the_per_character_one():
 def test_local_window_equals_tokenizing_the_whole_document():
     import random
 
-    from projection.passages import _passage_around_full
+    from projection.stage1.passages import _passage_around_full
 
     rng = random.Random(5)
     for _ in range(300):
@@ -200,8 +200,8 @@ def test_stage1_matching_shortcuts_agree_with_the_plain_rule():
     """match_hits skips normalizing when it cannot matter; it must find what the rule finds."""
     import random as _random
 
-    from projection.answer_match import _norm_answer, normalize
-    from projection.retrieval import Question, match_hits
+    from projection.stage1.answer_match import _norm_answer, normalize
+    from projection.stage1.retrieval import Question, match_hits
 
     rng = _random.Random(5)
     words = ["new", "york", "City", "of", "the", "san", "francisco", "bay", "x"]

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from projection.llm import LLMBackendError, make_backend
-from projection.verification import judge
+from nanoknow_common.llm import LLMBackendError, make_backend
+from projection.stage2.verification import judge
 from tests.openai_test_server import FakeOpenAIServer
 
 
@@ -98,8 +98,8 @@ def test_verification_through_the_server_parses_thinking_and_counts_unparsed():
 
 
 def test_first_true_mode_stops_each_question_at_its_first_true():
-    from projection.pipeline import _verify_chunk
-    from projection.retrieval import Question
+    from projection.project import _verify_chunk
+    from projection.stage1.retrieval import Question
 
     def reply(messages):
         return "TRUE: yes" if "good passage" in messages[-1]["content"] else "COINCIDENTAL: no"

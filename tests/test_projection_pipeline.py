@@ -14,7 +14,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from projection import layout, qrels_writer
+from projection.data import layout
+from projection.outputs import final_files
 from tests.conftest import VENV_BIN, run_command
 from tests.openai_test_server import FakeOpenAIServer
 
@@ -41,7 +42,7 @@ def project_args(sample, out, *extra):
 
 
 def candidates(out) -> list[dict]:
-    return pq.read_table(qrels_writer.candidates_path(out, DATASET, CORPUS_NAME)).to_pylist()
+    return pq.read_table(final_files.candidates_path(out, DATASET, CORPUS_NAME)).to_pylist()
 
 
 def qrels_pairs(out) -> set[tuple[str, str]]:
@@ -90,7 +91,7 @@ def openai_run(sample):
 
 
 def test_stage1_finds_every_planted_document_bm25_ranks_in_top_k(sample, stage1_run):
-    from projection import lucene
+    from projection.index import lucene
 
     searcher = lucene.open_searcher(sample["index"])
     planted: dict[str, set[str]] = {}
@@ -108,7 +109,7 @@ def test_stage1_finds_every_planted_document_bm25_ranks_in_top_k(sample, stage1_
     assert in_top_k >= 0.95 * len(sample["truth"])  # a small corpus: BM25 ranks nearly all planted docs
     rows = candidates(stage1_run)
     texts = {}
-    from projection.corpus import read_documents
+    from projection.corpus.shards import read_documents
 
     texts = read_documents(sample["corpus"], [r["doc_id"] for r in rows])
     for row in rows:  # offsets point at the matched answer in the document; passages contain it
@@ -131,7 +132,7 @@ def test_outputs_validate_with_nanoknow_data_verify(stage1_run, openai_run):
         report = json.loads(proc.stdout)
         assert report["ok"], report
         corpus = report["datasets"][DATASET]["corpora"][CORPUS_NAME]
-        summary = json.loads(qrels_writer.summary_path(out, DATASET, CORPUS_NAME).read_text())
+        summary = json.loads(final_files.summary_path(out, DATASET, CORPUS_NAME).read_text())
         assert corpus["supported"] == summary["supported"] and corpus["qrels_lines"] == summary["qrels"]
         assert report["datasets"][DATASET]["answers"] == 100
 
@@ -143,7 +144,7 @@ def test_stage2_with_a_discriminating_judge_over_http(sample, stage1_run, openai
     assert r2 >= 0.95 and p2 >= 0.85 and p2 > p1 + 0.2
     rows = candidates(openai_run)
     assert {r["verdict"] for r in rows} == {"TRUE", "COINCIDENTAL"}
-    freq = [json.loads(line) for line in open(qrels_writer.answer_frequency_path(openai_run, DATASET, CORPUS_NAME))]
+    freq = [json.loads(line) for line in open(final_files.answer_frequency_path(openai_run, DATASET, CORPUS_NAME))]
     qrels_count = {}
     for qid, _ in qrels_pairs(openai_run):
         qrels_count[qid] = qrels_count.get(qid, 0) + 1
@@ -207,7 +208,7 @@ def test_killed_run_resumes_to_byte_identical_files(sample, openai_run):
         run_command([*args, "--resume"])
         judged_after = len(server.requests) - requests_before
     assert final_files(out) == final_files(openai_run)
-    total = json.loads(qrels_writer.summary_path(out, DATASET, CORPUS_NAME).read_text())["judged"]
+    total = json.loads(final_files.summary_path(out, DATASET, CORPUS_NAME).read_text())["judged"]
     assert judged_after < total  # finished chunks were not judged again
 
 
@@ -247,13 +248,13 @@ def test_sample_corpus_from_a_nanoknow_data_dir(nanoknow_data_dir, tmp_path):
     out = tmp_path / "nq-sample"
     run_command(["nanoknow", "make-sample-corpus", "--out", str(out), "--data-dir", str(nanoknow_data_dir),
                  "--questions", "20", "--filler-docs", "30"])
-    from projection.nanoknow_files import read_answers
+    from projection.data.files import read_answers
 
     answers = read_answers(layout.answers_path(nanoknow_data_dir, "nq"))
     questions = [json.loads(line) for line in open(out / "questions.jsonl")]
     assert len(questions) == 20 and all(answers[q["qid"]] == q["answer"] for q in questions)
     truth = [json.loads(line) for line in open(out / "ground_truth.jsonl")]
-    from projection.corpus import read_documents
+    from projection.corpus.shards import read_documents
 
     texts = read_documents(out, [t["doc_id"] for t in truth])
     for t in truth:
@@ -268,10 +269,10 @@ def test_sample_corpus_from_a_nanoknow_data_dir(nanoknow_data_dir, tmp_path):
 
 def test_an_index_storing_raw_documents_serves_texts_without_the_corpus(sample, tmp_path):
     """Like the released FineWeb-Edu index: texts come from ``doc(id).raw()`` when no --corpus."""
-    from projection import lucene
-    from projection.corpus import Corpus
-    from projection.indexing import build_corpus_index
-    from projection.retrieval import CorpusTexts, IndexTexts, Question, stage1
+    from projection.index import lucene
+    from projection.corpus.shards import Corpus
+    from projection.index.build_index import build_corpus_index
+    from projection.stage1.retrieval import CorpusTexts, IndexTexts, Question, stage1
 
     index = tmp_path / "raw-index"
     assert build_corpus_index(sample["corpus"], index, threads=2, store_raw=True) == \

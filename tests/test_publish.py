@@ -15,8 +15,8 @@ import yaml
 
 import nanoknow
 from nanoknow.cli import main
-from projection import built_dataset
-from projection.manifest import load_manifest
+from projection.datasets import built_layout
+from projection.data.manifest import load_manifest
 
 
 def _row(qid, split, *, oracle=True, context=None):
@@ -43,9 +43,9 @@ def build_dir(tmp_path) -> Path:
     root = tmp_path / "build"
     for (dataset, corpus_dir), splits in BUILDS.items():
         for split, rows in splits.items():
-            built_dataset.write_split(pa.Table.from_pylist(rows, schema=built_dataset.SCHEMA),
-                                      built_dataset.split_path(root, dataset, corpus_dir, split))
-    built_dataset.info_path(root, "nq", "fineweb-edu").write_text(json.dumps(
+            built_layout.write_split(pa.Table.from_pylist(rows, schema=built_layout.SCHEMA),
+                                      built_layout.split_path(root, dataset, corpus_dir, split))
+    built_layout.info_path(root, "nq", "fineweb-edu").write_text(json.dumps(
         {"settings": {"corpus": "hf://datasets/karpathy/fineweb-edu-100b-shuffle", "seed": 0, "window_words": 200,
                       "data_dir": "/home/someone/private"},
          "counts": {"supported": 2, "unsupported": 1, "supported_without_oracle": 1}}))
@@ -64,9 +64,9 @@ def test_publish_writes_a_folder_that_datasets_loads(build_dir, tmp_path, capsys
     assert sorted(str(p.relative_to(out)) for p in out.rglob("*.parquet")) == [
         "nq-fineweb/supported-00000-of-00001.parquet", "nq-fineweb/unsupported-00000-of-00001.parquet",
         "squad-fineweb/supported-00000-of-00001.parquet", "squad-fineweb/unsupported-00000-of-00001.parquet"]
-    expected_features = datasets.Features.from_arrow_schema(built_dataset.SCHEMA)
+    expected_features = datasets.Features.from_arrow_schema(built_layout.SCHEMA)
     for (dataset, corpus_dir), splits in BUILDS.items():
-        config = built_dataset.config_name(dataset, corpus_dir)
+        config = built_layout.config_name(dataset, corpus_dir)
         loaded = datasets.load_dataset(str(out), config, cache_dir=str(tmp_path / "hf-cache"))
         assert set(loaded) == set(splits)
         for split, rows in splits.items():
@@ -87,7 +87,7 @@ def test_dataset_card_front_matter_and_provenance(build_dir, tmp_path):
             {"split": "unsupported", "path": "squad-fineweb/unsupported-00000-of-00001.parquet"}]}]
     info = {c["config_name"]: c for c in front["dataset_info"]}
     assert {s["name"]: s["num_examples"] for s in info["squad-fineweb"]["splits"]} == {"supported": 1, "unsupported": 2}
-    assert info["nq-fineweb"]["features"] == datasets.Features.from_arrow_schema(built_dataset.SCHEMA)._to_yaml_list()
+    assert info["nq-fineweb"]["features"] == datasets.Features.from_arrow_schema(built_layout.SCHEMA)._to_yaml_list()
     assert "&id" not in (out / "README.md").read_text()  # plain YAML, no anchors/aliases
     assert info["squad-fineweb"]["features"] == info["nq-fineweb"]["features"]
     assert front["license"] == ["cc-by-sa-3.0", "cc-by-sa-4.0", "odc-by"]
@@ -165,7 +165,7 @@ def test_republish_needs_overwrite_and_replaces_stale_configs(build_dir, tmp_pat
     assert main(["publish", "--build-dir", str(build_dir), "--out", str(out)]) == 0
     assert main(["publish", "--build-dir", str(build_dir), "--out", str(out)]) == 2
     for split in ("supported", "unsupported"):
-        built_dataset.split_path(build_dir, "squad", "fineweb-edu", split).unlink()
+        built_layout.split_path(build_dir, "squad", "fineweb-edu", split).unlink()
     assert main(["publish", "--build-dir", str(build_dir), "--out", str(out), "--overwrite"]) == 0
     assert [p.name for p in out.iterdir() if p.is_dir()] == ["nq-fineweb"]
     assert [c["config_name"] for c in _front_matter(out / "README.md")[0]["configs"]] == ["nq-fineweb"]
@@ -195,9 +195,9 @@ def test_bad_input_exits_2_with_one_line(case, words, build_dir, tmp_path, fake_
     elif case == "no token":
         args = ["--repo-id", "org/nanoknow"]
     elif case == "missing split":
-        built_dataset.split_path(build_dir, "nq", "fineweb-edu", "unsupported").unlink()
+        built_layout.split_path(build_dir, "nq", "fineweb-edu", "unsupported").unlink()
     elif case == "bad schema":
-        pq.write_table(pa.table({"qid": ["1"], "question": ["q"]}), built_dataset.split_path(build_dir, "nq", "fineweb-edu",
+        pq.write_table(pa.table({"qid": ["1"], "question": ["q"]}), built_layout.split_path(build_dir, "nq", "fineweb-edu",
                                                                                   "supported"))
     assert main(["publish", "--build-dir", str(build_dir), "--out", str(out), *args]) == 2
     err = capsys.readouterr().err

@@ -19,8 +19,8 @@ import matplotlib.image as mpimg
 import numpy as np
 import pytest
 
-from nanochat_adapter.testing import write_tiny_checkpoint
-from nanoknow_tasks.exact_match import has_answer
+from nanochat_adapter.tiny_checkpoints import write_tiny_checkpoint
+from nanoknow_tasks.has_answer import has_answer
 
 from sample_root import CORPUS_DIR, build_nq_sample
 
@@ -208,8 +208,8 @@ def _plotted(fig) -> dict[tuple[str, str], list[float]]:
 
 @pytest.mark.slow
 def test_figures_draw_the_csv_numbers(outputs, tmp_path):
-    from nanoknow.report import write_report
-    from nanoknow.report_plots import plot_distractors, plot_frequency
+    from nanoknow.report.write_report import write_report
+    from nanoknow.report.plots import plot_distractors, plot_frequency
 
     report = write_report([outputs / "fabricated"], tmp_path)
     assert report.models == [FAKE_MODEL] and not report.skipped

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from nanoknow.report import write_report
-from nanoknow.report_stats import wilson_interval
-from nanoknow_tasks.exact_match import has_answer
+from nanoknow.report.write_report import write_report
+from nanoknow.report.stats import wilson_interval
+from nanoknow_tasks.has_answer import has_answer
 
 CLOSEDBOOK = ["nanoknow_nq_supported_closedbook", "nanoknow_nq_unsupported_closedbook"]
 ORACLE = "nanoknow_nq_supported_oracle"
@@ -134,8 +134,8 @@ def test_bad_input_exits_2_naming_the_path(tmp_path, run, kind):
 
 
 def test_llm_judge_scores_come_from_the_judge_cache(tmp_path):
-    from nanoknow_tasks.judge import JudgeConfig, make_item
-    from nanoknow_tasks.judge_cache import JudgeCache
+    from nanoknow_tasks.judge.metric import JudgeConfig, make_item
+    from nanoknow_tasks.judge.cache import JudgeCache
 
     folder = write_lm_eval_folder(tmp_path / "runs" / "a", "model-a", {ORACLE: [True, False, False, True]})
     config = JudgeConfig(backend="openai", model="judge-x")

@@ -5,10 +5,11 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from projection import built_dataset, layout
-from projection.build import BuildSettings, build
-from projection.errors import NanoKnowInputError
-from projection.squad_source import load_squad_contexts, read_squad_rows
+from projection.data import layout
+from projection.datasets import built_layout
+from projection.datasets.build import BuildSettings, build
+from nanoknow_common.errors import NanoKnowInputError
+from projection.datasets.squad_source import load_squad_contexts, read_squad_rows
 from nanoknow_tasks.loaders import load_context_split
 
 from sample_root import CORPUS_DIR, make_embedded_sample, write_sample_root
@@ -34,7 +35,7 @@ def test_build_joins_the_paragraph_of_each_qid_and_the_original_tasks_use_it(tmp
     build(root, BuildSettings(dataset="squad", corpus_dir=CORPUS_DIR, corpus=str(corpus), squad_source=str(source)),
           tmp_path / "build", progress=False)
     for split in layout.SPLITS:
-        table = pq.read_table(built_dataset.split_path(tmp_path / "build", "squad", CORPUS_DIR, split)).to_pylist()
+        table = pq.read_table(built_layout.split_path(tmp_path / "build", "squad", CORPUS_DIR, split)).to_pylist()
         assert table and all(r["original_context"] == f"Paragraph {r['qid']}: {r['answers'][0]} is the answer."
                              for r in table)
     task = load_context_split("squad", "unsupported", "original", dataset_dir=str(tmp_path / "build"),

@@ -3,9 +3,9 @@
 import pytest
 
 from nanoknow_tasks.loaders import load_context_split, load_question_split
-from projection.build import BuildSettings, build
-from projection.errors import NanoKnowInputError
-from projection.publish import write_hub_folder
+from projection.datasets.build import BuildSettings, build
+from nanoknow_common.errors import NanoKnowInputError
+from projection.datasets.publish import write_hub_folder
 
 from sample_root import CORPUS_DIR, make_embedded_sample, write_sample_root
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from nanoknow_tasks.diary.build import SIZES
+from projection.diary.generator import SIZES
 from nanoknow_tasks.generated_files import generator_main
 
 HERE = Path(__file__).resolve().parent

@@ -12,11 +12,11 @@ import logging
 
 import datasets
 
-from projection.errors import NanoKnowInputError
+from nanoknow_common.errors import NanoKnowInputError
 
-from . import schema
-from .build import DEFAULT_SEED, SPLITS, check_num_diarists, generate_diary_set
-from .files import MANIFEST, read_manifest, read_qa_split
+from projection.diary import schema
+from projection.diary.generator import DEFAULT_SEED, SPLITS, check_num_diarists, generate_diary_set
+from projection.diary.files import MANIFEST, read_manifest, read_qa_split
 
 log = logging.getLogger(__name__)
 

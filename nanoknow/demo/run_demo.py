@@ -1,0 +1,193 @@
+"""``nanoknow demo``: the whole NanoKnow chain, offline, on an embedded sample.
+
+Steps (each is skipped on a re-run when its output exists and was made with the same
+settings; ``--fresh`` starts over):
+
+1. sample corpus: FineWeb-like parquet shards with planted answers (``make-sample-corpus``),
+   for NQ questions of the NanoKnow data when it is available, else for embedded questions
+   about invented facts (``nanoknow.demo.invented_facts``);
+2. index: a Lucene BM25 index over the shards (``nanoknow index``);
+3. project: BM25 top-100, answer matching, LLM verification with the bundled SmolLM2
+   (``nanoknow project --judge-mode choose``: the likelier of TRUE/COINCIDENTAL, one forward
+   pass per candidate, 80-word windows, to stay fast on a CPU; a 135M judge is no real
+   filter, a Qwen3-14B behind ``--verifier openai`` is) -> topics, qrels and answers;
+4. build: datasets with oracle passages and BM25 hard-negative distractors (``nanoknow build``);
+5. evaluate: SmolLM2-135M-Instruct (``--model hf``) and a nanochat checkpoint (a tiny random
+   one unless ``--model-args`` names a real one) through the ``lm_eval`` CLI on closed-book,
+   oracle and distractor tasks;
+6. report: tables and figures (``nanoknow report``), then the summary is printed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from nanoknow_common.errors import NanoKnowInputError
+
+log = logging.getLogger(__name__)
+
+EXAMPLE = "nanoknow demo --out nanoknow-demo --limit 20"
+DATASET = "nq"
+CORPUS_DIR = "sample"
+DISTRACTOR_COUNTS = (1, 2, 4)
+POSITIONS = ("first", "middle", "last")
+
+
+def demo_tasks() -> list[str]:
+    """The lm-eval tasks the demo runs (the distractor grid stops at k=4 to stay fast on a CPU)."""
+    tasks = [f"nanoknow_{DATASET}_supported_closedbook", f"nanoknow_{DATASET}_unsupported_closedbook",
+             f"nanoknow_{DATASET}_supported_oracle"]
+    tasks += [f"nanoknow_{DATASET}_supported_distractors_k{k}_{p}" for k in DISTRACTOR_COUNTS for p in POSITIONS]
+    return tasks
+
+
+class Steps:
+    """Runs named steps once: a step's marker records its settings; same settings -> skipped."""
+
+    def __init__(self, out: Path):
+        self.out = out
+        self.markers = out / ".steps"
+        self.markers.mkdir(parents=True, exist_ok=True)
+        self.timings: dict[str, float] = {}
+
+    def run(self, name: str, settings: dict, action, *outputs: Path) -> None:
+        marker = self.markers / f"{name}.json"
+        wanted = json.dumps(settings, sort_keys=True, default=str)
+        if marker.is_file() and marker.read_text() == wanted and all(p.exists() for p in outputs):
+            log.info("[%s] done earlier, reusing %s", name, ", ".join(str(p) for p in outputs))
+            return
+        for path in outputs:  # a changed or unfinished step starts clean
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
+        marker.unlink(missing_ok=True)
+        log.info("[%s] running", name)
+        start = time.monotonic()
+        action()
+        self.timings[name] = time.monotonic() - start
+        marker.write_text(wanted)
+
+
+def _questions(data_dir: Path | None, count: int):
+    """NQ questions from the NanoKnow data when it resolves, else embedded questions about
+    invented facts (which no model can answer closed-book)."""
+    from projection.data.data_root import resolve_data_dir
+    from nanoknow.demo.invented_facts import invented_questions
+    from nanoknow.demo.sample_corpus import load_data_dir_questions
+
+    try:
+        root = resolve_data_dir(data_dir)
+    except NanoKnowInputError:
+        if data_dir:
+            raise
+        log.info("NanoKnow data not found: using %d embedded questions about invented facts", count)
+        return "invented", invented_questions(count)
+    return str(root), load_data_dir_questions(root, DATASET, "fineweb-edu", count, seed=0)
+
+
+def _lm_eval(model: str, model_args: str, tasks: list[str], out: Path, limit: int | None,
+             metadata: dict, extra: list[str]) -> None:
+    command = [sys.executable, "-m", "lm_eval", "--model", model, "--model_args", model_args,
+               "--tasks", ",".join(tasks), "--device", "cpu", "--batch_size", "8",
+               "--apply_chat_template", "--log_samples", "--output_path", str(out),
+               "--metadata", json.dumps(metadata), *extra]
+    if limit:
+        command += ["--limit", str(limit)]
+    log.info("%s", " ".join(command))
+    env = {**os.environ, "TOKENIZERS_PARALLELISM": "false"}
+    result = subprocess.run(command, env=env)
+    if result.returncode != 0:
+        raise NanoKnowInputError(f"lm_eval exited {result.returncode} for --model {model}")
+
+
+def run_demo(out: Path, *, limit: int | None = 20, questions: int = 60, model_args: str | None = None,
+             data_dir: Path | None = None, fresh: bool = False, max_gen_toks: int = 32) -> Path:
+    """Run every step into ``out``; returns the report folder."""
+    from nanochat_adapter.tiny_checkpoints import write_tiny_checkpoint
+    from nanoknow.report.write_report import write_report
+    from projection.datasets.build import BuildSettings, build
+    from nanoknow.demo.bundled_model import smollm2_model_args
+    from projection.index.build_index import build_corpus_index
+    from nanoknow.demo.sample_corpus import make_sample_corpus
+
+    out = Path(out)
+    if fresh:
+        shutil.rmtree(out, ignore_errors=True)
+    steps = Steps(out)
+    corpus, index, data, built = out / "corpus", out / "index", out / "data", out / "build"
+    results, report = out / "results", out / "report"
+    source, sample_questions = _questions(data_dir, questions)
+
+    steps.run("corpus", {"source": source, "questions": questions},
+              lambda: make_sample_corpus(corpus, sample_questions, shards=2, filler_docs=2000, seed=0), corpus)
+    steps.run("index", {"corpus": "corpus"}, lambda: build_corpus_index(corpus, index, threads=2), index)
+
+    def project() -> None:
+        from nanoknow.cli import main
+
+        code = main(["project", "--dataset", DATASET, "--questions", str(corpus / "questions.jsonl"),
+                     "--index", str(index), "--corpus", str(corpus), "--corpus-name", CORPUS_DIR,
+                     "--out", str(data), "--verifier", "hf", "--judge-mode", "choose", "--window-words", "80",
+                     "--dtype", "bfloat16", "--threads", "2", "--resume"])
+        if code:
+            raise NanoKnowInputError(f"nanoknow project exited {code}")
+
+    steps.run("project", {"verifier": "hf-smollm2-choose", "window_words": 80}, project, data)
+    settings = BuildSettings(dataset=DATASET, corpus_dir=CORPUS_DIR, corpus=str(corpus), index=str(index))
+    steps.run("build", {"settings": settings.__dict__}, lambda: build(data, settings, built), built)
+
+    metadata = {"dataset_dir": str(built), "corpus": CORPUS_DIR}
+    extra = ["--gen_kwargs", f"max_gen_toks={max_gen_toks}"]
+    tasks = demo_tasks()
+    tiny = out / "models" / "nanochat-tiny"
+    nanochat_args = model_args or f"pretrained={tiny}"
+    if model_args is None:
+        steps.run("tiny-nanochat", {"seed": 0}, lambda: write_tiny_checkpoint(tiny, seed=0), tiny)
+    eval_settings = {"tasks": tasks, "limit": limit, "max_gen_toks": max_gen_toks}
+    steps.run("eval-smollm2", eval_settings,
+              lambda: _lm_eval("hf", smollm2_model_args(), tasks, results / "smollm2", limit, metadata, extra),
+              results / "smollm2")
+    steps.run("eval-nanochat", {**eval_settings, "model_args": nanochat_args},
+              lambda: _lm_eval("nanochat", nanochat_args, tasks, results / "nanochat", limit, metadata, extra),
+              results / "nanochat")
+
+    log.info("[report] writing %s", report)  # cheap: always rewritten from the results
+    write_report([results / "smollm2", results / "nanochat"], report)
+    for name, seconds in steps.timings.items():
+        log.info("step %-14s %6.1f s", name, seconds)
+    return report
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--out", type=Path, default=Path("nanoknow-demo"), help="working folder (default nanoknow-demo)")
+    parser.add_argument("--limit", type=int, default=20, help="questions per lm-eval task (default 20; 0 = all)")
+    parser.add_argument("--questions", type=int, default=60,
+                        help="questions planted in the sample corpus (default 60: NQ when NanoKnow data is "
+                             "available, else the embedded sample)")
+    parser.add_argument("--model-args", default=None,
+                        help="lm-eval --model_args for the nanochat model, e.g. pretrained=karpathy/nanochat-d32 "
+                             "(default: a tiny random checkpoint written by the demo)")
+    parser.add_argument("--data-dir", type=Path, default=None,
+                        help="NanoKnow data for real NQ questions (default: $NANOKNOW_DATA_DIR, the fetch cache, "
+                             "else the embedded sample)")
+    parser.add_argument("--max-gen-toks", type=int, default=32, help="new tokens per answer (default 32)")
+    parser.add_argument("--fresh", action="store_true", help="discard earlier steps and start over")
+
+
+def run(args) -> int:
+    if args.limit < 0 or args.questions < 1 or args.max_gen_toks < 1:
+        raise NanoKnowInputError("--limit must be >= 0, --questions and --max-gen-toks positive")
+    start = time.monotonic()
+    report = run_demo(args.out, limit=args.limit or None, questions=args.questions, model_args=args.model_args,
+                      data_dir=args.data_dir, fresh=args.fresh, max_gen_toks=args.max_gen_toks)
+    print((report / "summary.md").read_text(encoding="utf-8"))
+    print(f"NanoKnow demo finished in {time.monotonic() - start:.0f} s. Report: {report.resolve()}")
+    return 0

@@ -1,0 +1,70 @@
+"""A tiny nanochat model for the diary recipe: tokenizer, fresh weights, checkpoint writing.
+
+The model is the project's own :class:`nanochat_adapter.model.NanoChatGPT` (generation
+``2025-10``) and is saved in nanochat's on-disk format (``model_<step>.pt``,
+``meta_<step>.json``, ``tokenizer.pkl``, ``token_bytes.pt``), so ``lm_eval --model nanochat``
+loads it like any nanochat checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+from pathlib import Path
+
+GENERATION = "2025-10"
+
+
+def train_tokenizer(texts: list[str], num_merges: int):
+    """A byte-level BPE ``tiktoken.Encoding`` with nanochat's special tokens, trained on ``texts``."""
+    from nanochat_adapter.tiny_checkpoints import train_tiny_encoding
+
+    return train_tiny_encoding(num_merges, text="\n".join(texts))
+
+
+def new_model(vocab_size: int, *, depth: int, width: int, heads: int, sequence_len: int, seed: int):
+    """A freshly initialised ``NanoChatGPT`` (nanochat's init: zero output projections, small head)."""
+    import torch
+
+    from nanochat_adapter.architectures import GENERATIONS
+    from nanochat_adapter.model import NanoChatGPT
+
+    if width % heads or (width // heads) % 2:
+        raise ValueError(f"width {width} must split into {heads} heads of even size")
+    config = {"sequence_len": sequence_len, "vocab_size": vocab_size, "n_layer": depth,
+              "n_head": heads, "n_kv_head": heads, "n_embd": width}
+    torch.manual_seed(seed)
+    model = NanoChatGPT(config, GENERATIONS[GENERATION])
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name == "transformer.wte.weight":
+                p.normal_(0.0, 1.0)
+            elif name == "lm_head.weight":
+                p.normal_(0.0, 0.001)
+            elif name.endswith("c_proj.weight"):
+                p.zero_()
+            else:
+                p.normal_(0.0, p.shape[1] ** -0.5)
+    return model
+
+
+def save_checkpoint(folder: str | Path, model, encoding, *, step: int, meta_extra: dict | None = None) -> Path:
+    """Write ``model`` and ``encoding`` as a nanochat checkpoint folder; return the folder."""
+    import torch
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    for stale in [*folder.glob("model_*.pt"), *folder.glob("meta_*.json")]:  # lm-eval loads the latest step
+        stale.unlink()
+    state = {k: v.detach().to("cpu", torch.float32).clone() for k, v in model.state_dict().items()}
+    torch.save(state, folder / f"model_{step:06d}.pt")
+    meta = {"step": step, "model_config": model.config, **(meta_extra or {})}
+    (folder / f"meta_{step:06d}.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    # tokenizer.pkl is nanochat's own format (a pickled tiktoken Encoding); the adapter reads it
+    # with a restricted unpickler
+    with open(folder / "tokenizer.pkl", "wb") as f:
+        pickle.dump(encoding, f)
+    special = set(encoding._special_tokens.values())
+    token_bytes = [0 if i in special else len(encoding.decode_single_token_bytes(i)) for i in range(encoding.n_vocab)]
+    torch.save(torch.tensor(token_bytes, dtype=torch.int32), folder / "token_bytes.pt")
+    return folder

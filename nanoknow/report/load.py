@@ -1,0 +1,175 @@
+"""Find and read lm-eval output folders (``--output_path`` with ``--log_samples``) for ``nanoknow report``.
+
+lm-eval writes ``OUT/<model_name_sanitized>/results_<timestamp>.json`` and, with
+``--log_samples``, ``samples_<task>_<timestamp>.jsonl`` beside it. A report input may be
+``OUT`` (one sub-folder per model) or one model folder. When a folder holds several runs, each
+task is read from the newest results file that has it (timestamps sort as text).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nanoknow_common.errors import NanoKnowInputError
+
+log = logging.getLogger(__name__)
+
+_TASK = re.compile(r"^nanoknow_(?P<dataset>[a-z0-9]+)_(?P<split>supported|unsupported)_"
+                   r"(?:(?P<plain>closedbook|oracle|original)|distractors_k(?P<k>\d+)_(?P<position>first|middle|last))$")
+_RESULTS = re.compile(r"^results_(?P<ts>.+)\.json$")
+
+
+@dataclass(frozen=True)
+class TaskInfo:
+    """What a NanoKnow task name says: dataset, split, condition, and for distractors k/position."""
+
+    name: str
+    dataset: str
+    split: str
+    condition: str  # closedbook | oracle | original | distractors
+    k: int | None = None
+    position: str | None = None
+
+    @property
+    def paper_condition(self) -> str:
+        """The paper's name for the condition."""
+        if self.condition == "distractors":
+            return f"oracle + {self.k} distractor{'s' if self.k != 1 else ''} ({self.position})"
+        return {"closedbook": "closed-book", "oracle": "oracle", "original": "original context"}[self.condition]
+
+
+def parse_task(name: str) -> TaskInfo | None:
+    """Parse a NanoKnow task name (``nanoknow_nq_supported_distractors_k2_middle``); None if not one."""
+    match = _TASK.match(name)
+    if not match:
+        return None
+    if match["plain"]:
+        return TaskInfo(name, match["dataset"], match["split"], match["plain"])
+    return TaskInfo(name, match["dataset"], match["split"], "distractors", int(match["k"]), match["position"])
+
+
+@dataclass
+class TaskRun:
+    """One task of one model: the results file it came from and its logged samples (if any)."""
+
+    info: TaskInfo
+    results_file: Path
+    samples_file: Path | None
+    reported: dict = field(default_factory=dict)  # lm-eval's own numbers, for a cross-check only
+    older_runs: int = 0  # how many older results files also had this task
+
+    def samples(self) -> list[dict]:
+        """The logged samples (one dict per doc), in file order."""
+        if self.samples_file is None:
+            return []
+        rows = []
+        with open(self.samples_file, encoding="utf-8") as handle:
+            for number, line in enumerate(handle, 1):
+                if line.strip():
+                    try:
+                        rows.append(json.loads(line))
+                    except json.JSONDecodeError as err:
+                        raise NanoKnowInputError(f"not JSON ({err.msg})", file=self.samples_file, line=number)
+        return rows
+
+
+@dataclass
+class ModelRuns:
+    """Every NanoKnow task found for one model folder."""
+
+    model: str
+    folder: Path
+    config: dict
+    tasks: dict[str, TaskRun]
+    other_tasks: list[str] = field(default_factory=list)  # non-NanoKnow tasks, ignored
+    notes: list[str] = field(default_factory=list)
+
+
+def _model_name(results: dict, folder: Path) -> str:
+    args = (results.get("config") or {}).get("model_args")
+    if isinstance(args, dict) and args.get("pretrained"):
+        name = str(args["pretrained"])
+    elif isinstance(args, str) and "pretrained=" in args:
+        name = args.split("pretrained=", 1)[1].split(",", 1)[0]
+    else:
+        name = results.get("model_name") or folder.name
+    return Path(name).name if "/" in name and Path(name).is_absolute() else name
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as err:
+        raise NanoKnowInputError(f"unreadable lm-eval results file ({err})", file=path)
+    if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
+        raise NanoKnowInputError("not an lm-eval results file (no 'results' object)", file=path)
+    return data
+
+
+def load_model_folder(folder: Path) -> ModelRuns:
+    """Read one ``OUT/<model>/`` folder: per task the newest results file and its samples file."""
+    results_files = sorted((p for p in folder.iterdir() if _RESULTS.match(p.name)), key=lambda p: p.name)
+    if not results_files:
+        raise NanoKnowInputError("not an lm-eval output folder (no results_*.json)", file=folder)
+    newest = _read_json(results_files[-1])
+    runs = ModelRuns(model=_model_name(newest, folder), folder=folder, config=newest.get("config") or {}, tasks={})
+    other: set[str] = set()
+    for path in reversed(results_files):  # newest first
+        stamp = _RESULTS.match(path.name)["ts"]
+        data = newest if path == results_files[-1] else _read_json(path)
+        for name, reported in data["results"].items():
+            info = parse_task(name)
+            if info is None:
+                other.add(name)
+                continue
+            if name in runs.tasks:
+                runs.tasks[name].older_runs += 1
+                continue
+            samples = folder / f"samples_{name}_{stamp}.jsonl"
+            runs.tasks[name] = TaskRun(info, path, samples if samples.is_file() else None, dict(reported))
+    runs.other_tasks = sorted(other - set(runs.tasks))
+    repeated = sorted(n for n, t in runs.tasks.items() if t.older_runs)
+    if repeated:
+        runs.notes.append(f"{folder}: {len(repeated)} task(s) were run more than once; the newest results "
+                          f"file of each is used ({', '.join(repeated[:4])}{', ...' if len(repeated) > 4 else ''})")
+    missing = sorted(n for n, t in runs.tasks.items() if t.samples_file is None)
+    if missing:
+        runs.notes.append(f"{folder}: no samples_*.jsonl for {len(missing)} task(s) "
+                          f"({', '.join(missing[:4])}{', ...' if len(missing) > 4 else ''}); run lm_eval with "
+                          "--log_samples; these tasks are left out of the report")
+    if not runs.tasks:
+        runs.notes.append(f"{folder}: no NanoKnow tasks in its results files"
+                          + (f" (found {', '.join(runs.other_tasks[:4])})" if runs.other_tasks else ""))
+    for note in runs.notes:
+        log.warning(note)
+    return runs
+
+
+def find_model_folders(path: Path) -> list[Path]:
+    """``path`` itself if it holds ``results_*.json``, else its sub-folders that do; error if none."""
+    path = Path(path)
+    if not path.is_dir():
+        raise NanoKnowInputError("not an lm-eval output folder (no such directory)", file=path)
+    if any(_RESULTS.match(p.name) for p in path.iterdir()):
+        return [path]
+    folders = sorted(p for p in path.iterdir() if p.is_dir() and any(_RESULTS.match(q.name) for q in p.iterdir()))
+    if not folders:
+        raise NanoKnowInputError("not an lm-eval output folder (no results_*.json in it or its sub-folders)",
+                                 file=path)
+    return folders
+
+
+def load_runs(paths: list[Path]) -> list[ModelRuns]:
+    """All model folders under the given inputs; model names made unique by their folder if needed."""
+    runs = [load_model_folder(folder) for path in paths for folder in find_model_folders(path)]
+    seen: dict[str, int] = {}
+    for run in runs:
+        seen[run.model] = seen.get(run.model, 0) + 1
+    for run in runs:
+        if seen[run.model] > 1:
+            run.model = f"{run.model} ({run.folder.parent.name}/{run.folder.name})"
+    return runs

@@ -1,0 +1,162 @@
+"""``nanoknow data verify``: validate every NanoKnow file under a data root and count it.
+
+Checks, per dataset and corpus: each line's shape (answers JSON, topics TSV, TREC qrels with
+``shard_XXXXX_ROW`` doc ids), duplicate lines and qids, a qid in both splits, a supported qid
+without qrels, a qrels qid that is not a supported topic, a topic without answers. Files that
+are absent (e.g. SQuAD qrels in the reference copy) are reported as missing, not as errors.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from projection.data import layout
+from projection.data.data_root import resolve_data_dir
+from nanoknow_common.errors import NanoKnowInputError
+from projection.data.manifest import load_manifest
+from projection.data.files import read_answers, read_qrels, read_topics
+
+EXAMPLE = "nanoknow data verify --data-dir ../shared/nanoknow-data --json"
+MAX_ERRORS_SHOWN = 20
+
+
+@dataclass
+class CorpusReport:
+    """Counts and findings for one ``<dataset>/<corpus_dir>``."""
+
+    supported: int | None = None
+    unsupported: int | None = None
+    qrels_lines: int | None = None
+    qrels_questions: int | None = None
+    missing: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def _line_of(path: Path, qid: str, separator: str) -> int | None:
+    """1-based line of the first record of ``qid`` in a topics/qrels file (for error messages)."""
+    prefix = qid + separator
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if line.startswith(prefix):
+                return number
+    return None
+
+
+def _count_lines(path: Path) -> int:
+    with open(path, "rb") as handle:
+        return sum(1 for _ in handle)
+
+
+def verify_corpus(root: Path, dataset: str, corpus_dir: str,
+                  answers: dict[str, list[str]] | None) -> CorpusReport:
+    """Validate the topics and qrels of one dataset/corpus against its answers."""
+    report = CorpusReport()
+    problems: list[NanoKnowInputError] = []
+    topics: dict[str, dict[str, str]] = {}
+    for split in layout.SPLITS:
+        path = layout.topics_path(root, dataset, corpus_dir, split)
+        if not path.is_file():
+            report.missing.append(str(path.relative_to(root)))
+            continue
+        topics[split] = read_topics(path, problems)
+        setattr(report, split, len(topics[split]))
+    qrels_file = layout.qrels_path(root, dataset, corpus_dir)
+    qrels = None
+    if qrels_file.is_file():
+        qrels = read_qrels(qrels_file, problems)
+        report.qrels_lines = _count_lines(qrels_file)
+        report.qrels_questions = len(qrels)
+    else:
+        report.missing.append(str(qrels_file.relative_to(root)))
+
+    supported = topics.get("supported", {})
+    unsupported_file = layout.topics_path(root, dataset, corpus_dir, "unsupported")
+    for qid in supported.keys() & topics.get("unsupported", {}).keys():
+        problems.append(NanoKnowInputError(f"qid {qid!r} is in both splits", file=unsupported_file,
+                                           line=_line_of(unsupported_file, qid, "\t"), field="qid"))
+    if qrels is not None:
+        supported_file = layout.topics_path(root, dataset, corpus_dir, "supported")
+        for qid in sorted(supported.keys() - qrels.keys(), key=str):
+            problems.append(NanoKnowInputError(f"supported qid {qid!r} has no qrels", file=supported_file,
+                                               line=_line_of(supported_file, qid, "\t"), field="qid"))
+        for qid in sorted(qrels.keys() - supported.keys(), key=str):
+            problems.append(NanoKnowInputError(f"qrels qid {qid!r} is not a supported topic",
+                                               file=qrels_file, line=_line_of(qrels_file, qid, " "),
+                                               field="qid"))
+    if answers is not None:
+        for split, split_topics in topics.items():
+            path = layout.topics_path(root, dataset, corpus_dir, split)
+            for qid in sorted(split_topics.keys() - answers.keys(), key=str):
+                problems.append(NanoKnowInputError(f"qid {qid!r} has no answers", file=path,
+                                                   line=_line_of(path, qid, "\t"), field="qid"))
+    report.errors = [str(p) for p in problems]
+    return report
+
+
+def verify_data_dir(root: Path) -> dict:
+    """Verify every dataset/corpus found under ``root`` (and name manifest files that are absent)."""
+    root = Path(root)
+    expected = {(f.dataset, f.corpus_dir) for f in load_manifest().files if f.corpus_dir}
+    pairs = sorted(set(layout.discover(root)) | {p for p in expected if (root / p[0]).is_dir()})
+    result: dict = {"data_dir": str(root), "datasets": {}, "ok": True}
+    answers_by_dataset: dict[str, tuple[dict | None, list[str]]] = {}
+    for dataset, corpus_dir in pairs:
+        if dataset not in answers_by_dataset:
+            path = layout.answers_path(root, dataset)
+            problems: list[NanoKnowInputError] = []
+            answers = read_answers(path, problems) if path.is_file() else None
+            answers_by_dataset[dataset] = (answers, [str(p) for p in problems])
+            result["datasets"][dataset] = {
+                "answers": None if answers is None else len(answers),
+                "answers_missing": answers is None,
+                "answer_errors": [str(p) for p in problems],
+                "corpora": {},
+            }
+        answers, _ = answers_by_dataset[dataset]
+        report = verify_corpus(root, dataset, corpus_dir, answers)
+        result["datasets"][dataset]["corpora"][corpus_dir] = report.__dict__
+    if not pairs:
+        raise NanoKnowInputError(f"no NanoKnow files (<dataset>/<corpus>/topics.nanoknow-*.tsv) under {root}")
+    result["ok"] = not any(
+        d["answer_errors"] or any(c["errors"] for c in d["corpora"].values())
+        for d in result["datasets"].values()
+    )
+    return result
+
+
+def _print_text(result: dict) -> None:
+    print(f"NanoKnow data in {result['data_dir']}")
+    for dataset, info in result["datasets"].items():
+        for corpus_dir, report in info["corpora"].items():
+            qrels = "missing" if report["qrels_lines"] is None else f"{report['qrels_lines']} lines"
+            print(f"  {dataset}/{corpus_dir}: supported={report['supported']} "
+                  f"unsupported={report['unsupported']} qrels={qrels}")
+            for name in report["missing"]:
+                print(f"    missing: {name}")
+        errors = info["answer_errors"] + [e for r in info["corpora"].values() for e in r["errors"]]
+        for error in errors[:MAX_ERRORS_SHOWN]:
+            print(f"    error: {error}")
+        if len(errors) > MAX_ERRORS_SHOWN:
+            print(f"    ... and {len(errors) - MAX_ERRORS_SHOWN} more errors")
+    print("OK" if result["ok"] else "INVALID")
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--data-dir", type=Path, default=None,
+                        help="data root (default: $NANOKNOW_DATA_DIR, then the fetch cache)")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def run(args) -> int:
+    result = verify_data_dir(resolve_data_dir(args.data_dir))
+    if args.json:
+        print(json.dumps(result, indent=1))
+    else:
+        _print_text(result)
+    if not result["ok"]:
+        first = next(e for d in result["datasets"].values()
+                     for e in d["answer_errors"] + [x for c in d["corpora"].values() for x in c["errors"]])
+        raise NanoKnowInputError(f"invalid NanoKnow data; first problem: {first}")
+    return 0

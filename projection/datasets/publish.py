@@ -1,0 +1,265 @@
+"""``nanoknow publish``: turn a build folder into a Hugging Face Hub dataset (and upload it).
+
+Writes, for every ``<dataset>/<corpus_dir>`` built by ``nanoknow build``, one config
+``<dataset>-<corpus slug>`` (e.g. ``nq-fineweb``) with the splits ``supported`` and
+``unsupported`` as ``<config>/<split>-00000-of-00001.parquet``, plus a ``README.md`` dataset
+card: YAML front matter (``configs`` with their data files, ``dataset_info`` with features
+and split sizes, ``license``) and a body with provenance (corpus, pipeline version, upstream
+data commit, counts, build settings), licences and the NanoKnow citation.
+``datasets.load_dataset(<folder or repo>, <config>)`` loads every config and split.
+
+With ``--repo-id`` (and a token: ``--token``, ``$HF_TOKEN`` or a ``huggingface-cli login``)
+the folder is uploaded with ``huggingface_hub`` (``create_repo`` + ``upload_folder``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import logging
+import shutil
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from projection.data import layout
+from projection.datasets import built_layout
+from nanoknow_common.errors import NanoKnowInputError
+
+log = logging.getLogger(__name__)
+
+EXAMPLE = "nanoknow publish --build-dir build/ --out hub/nanoknow --repo-id my-org/nanoknow --private"
+SHARD = "{split}-00000-of-00001.parquet"
+MARKER = ".nanoknow-publish"
+
+#: Licences of the question sets and corpora the rows come from (Hub licence identifiers).
+SOURCE_LICENSES = {"nq": "cc-by-sa-3.0", "squad": "cc-by-sa-4.0", "hotpotqa": "cc-by-sa-4.0",
+                   "fineweb-edu": "odc-by"}
+SOURCE_NAMES = {"nq": "Natural Questions", "squad": "SQuAD 1.1", "hotpotqa": "HotpotQA",
+                "fineweb-edu": "FineWeb-Edu (karpathy/fineweb-edu-100b-shuffle)"}
+
+CITATION = """@inproceedings{gu2026nanoknow,
+  title     = {NanoKnow: How to Know What Your Language Model Knows},
+  author    = {Gu, Lingwei and Jedidi, Nour and Lin, Jimmy},
+  booktitle = {Proceedings of the 49th International ACM SIGIR Conference on Research and Development in Information Retrieval (SIGIR '26)},
+  year      = {2026},
+  note      = {arXiv:2602.20122}
+}"""
+
+FIELDS = """| field | meaning |
+|---|---|
+| `qid` | question id of the source dataset |
+| `question` | the question |
+| `answers` | gold answers |
+| `answer_frequency` | number of corpus documents in the NanoKnow qrels (0 for unsupported questions) |
+| `split` | `supported` or `unsupported` |
+| `oracle` | supported rows: first qrels document containing a gold answer (`doc_id`), the passage around the match, the matched `answer`, its offset in the document and in the passage; null when none |
+| `distractors` | documents containing no gold answer (`doc_id`, `passage`), best first |
+| `original_context` | SQuAD's own paragraph (SQuAD only) |"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of ``nanoknow publish``."""
+    parser.add_argument("--build-dir", required=True, type=Path, help="output folder of `nanoknow build`")
+    parser.add_argument("--out", required=True, type=Path, help="folder to write the Hub layout to")
+    parser.add_argument("--repo-id", help="upload to this Hub dataset repository (ORG/NAME)")
+    parser.add_argument("--private", action="store_true", help="create the Hub repository as private")
+    parser.add_argument("--token", help="Hub token (default: $HF_TOKEN or the cached login)")
+    parser.add_argument("--license", dest="license", action="append",
+                        help="licence identifier(s) for the card (default: those of the sources)")
+    parser.add_argument("--overwrite", action="store_true", help="replace --out if it holds an earlier publish")
+
+
+def _prepare_out(out: Path, overwrite: bool) -> None:
+    if out.exists() and any(out.iterdir()):
+        if not (out / MARKER).exists():
+            raise NanoKnowInputError("exists and is not an earlier `nanoknow publish` folder; choose an empty one",
+                                     field="--out", file=out)
+        if not overwrite:
+            raise NanoKnowInputError("holds an earlier publish; pass --overwrite to replace it", field="--out", file=out)
+        shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / MARKER).write_text("written by nanoknow publish\n", encoding="utf-8")
+
+
+def _read_split(build_dir: Path, dataset: str, corpus_dir: str, split: str):
+    path = built_layout.split_path(build_dir, dataset, corpus_dir, split)
+    if not path.is_file():
+        raise NanoKnowInputError(f"split {split!r} missing (run `nanoknow build`)", field="--build-dir", file=path)
+    table = pq.read_table(path)
+    missing = [f.name for f in built_layout.SCHEMA if f.name not in table.column_names]
+    if missing:
+        raise NanoKnowInputError(f"not a NanoKnow built split: missing column(s) {', '.join(missing)}", file=path)
+    try:
+        return table.select(built_layout.SCHEMA.names).cast(built_layout.SCHEMA)
+    except (ValueError, TypeError) as err:  # pyarrow raises ArrowInvalid/ArrowNotImplementedError
+        raise NanoKnowInputError(f"columns do not match the NanoKnow schema: {err}", file=path) from err
+
+
+def write_hub_folder(build_dir: Path, out: Path, *, licenses: list[str] | None = None,
+                     repo_id: str | None = None, overwrite: bool = False) -> list[dict]:
+    """Write every built config of ``build_dir`` to ``out`` in the Hub layout, with README.md.
+
+    Returns one record per config: ``{config, dataset, corpus_dir, splits: {split: {path,
+    num_examples, num_bytes}}, info}``. Raises :class:`NanoKnowInputError` on a bad build folder.
+    """
+    build_dir, out = Path(build_dir), Path(out)
+    if not build_dir.is_dir():
+        raise NanoKnowInputError("does not exist", field="--build-dir", file=build_dir)
+    builds = built_layout.discover_builds(build_dir)
+    if not builds:
+        raise NanoKnowInputError("no built dataset (<dataset>/<corpus_dir>/supported.parquet) found; "
+                                 "run `nanoknow build` first", field="--build-dir", file=build_dir)
+    _prepare_out(out, overwrite)
+    configs = []
+    for dataset, corpus_dir in builds:
+        config = built_layout.config_name(dataset, corpus_dir)
+        record = {"config": config, "dataset": dataset, "corpus_dir": corpus_dir, "splits": {},
+                  "info": built_layout.read_info(build_dir, dataset, corpus_dir)}
+        for split in layout.SPLITS:
+            table = _read_split(build_dir, dataset, corpus_dir, split)
+            relative = f"{config}/{SHARD.format(split=split)}"
+            built_layout.write_split(table, out / relative)
+            record["splits"][split] = {"path": relative, "num_examples": table.num_rows,
+                                       "num_bytes": int(table.nbytes)}
+        configs.append(record)
+        log.info("%s: %s", config, ", ".join(f"{s} {v['num_examples']}" for s, v in record["splits"].items()))
+    (out / "README.md").write_text(dataset_card(configs, licenses=licenses, repo_id=repo_id), encoding="utf-8")
+    return configs
+
+
+def _licenses(configs: list[dict]) -> list[str]:
+    found = []
+    for c in configs:
+        for source in (c["dataset"], c["corpus_dir"]):
+            found.append(SOURCE_LICENSES.get(source, "other"))
+    return sorted(set(found))
+
+
+def dataset_card(configs: list[dict], *, licenses: list[str] | None = None, repo_id: str | None = None) -> str:
+    """README.md of the published dataset: YAML front matter and a body with provenance."""
+    import datasets
+    import yaml
+
+    import nanoknow
+    from projection.data.manifest import load_manifest
+
+    commit = load_manifest().commit
+    features = datasets.Features.from_arrow_schema(built_layout.SCHEMA)._to_yaml_list()
+    licenses = licenses or _licenses(configs)
+    front = {
+        "license": licenses[0] if len(licenses) == 1 else licenses,
+        "language": ["en"],
+        "pretty_name": "NanoKnow",
+        "task_categories": ["question-answering"],
+        "tags": ["nanoknow", "knowledge-probing", "pretraining-data"],
+        "configs": [{"config_name": c["config"],
+                     "data_files": [{"split": s, "path": v["path"]} for s, v in c["splits"].items()]}
+                    for c in configs],
+        "dataset_info": [{"config_name": c["config"], "features": copy.deepcopy(features),  # no YAML anchors
+                          "splits": [{"name": s, "num_bytes": v["num_bytes"], "num_examples": v["num_examples"]}
+                                     for s, v in c["splits"].items()]}
+                         for c in configs],
+    }
+    where = repo_id or "path/to/this/folder"
+    rows = "\n".join(
+        f"| `{c['config']}` | {SOURCE_NAMES.get(c['dataset'], c['dataset'])} | "
+        f"{SOURCE_NAMES.get(c['corpus_dir'], c['corpus_dir'])} | {c['splits']['supported']['num_examples']} | "
+        f"{c['splits']['unsupported']['num_examples']} |" for c in configs)
+    settings = []
+    for c in configs:
+        info = c["info"]
+        shown = {k: v for k, v in (info.get("settings") or {}).items() if k not in ("data_dir",)}
+        extra = {k: v for k, v in (info.get("counts") or {}).items() if k not in layout.SPLITS}
+        settings.append(f"- `{c['config']}`: " + (", ".join(f"{k}={v}" for k, v in sorted({**shown, **extra}.items()))
+                                                  or "no build_info.json"))
+    source_licenses = "\n".join(f"- {SOURCE_NAMES[s]}: `{lic}`" for s, lic in SOURCE_LICENSES.items()
+                                if any(s in (c["dataset"], c["corpus_dir"]) for c in configs))
+    body = f"""# NanoKnow
+
+Questions of open-domain QA benchmarks split by whether a pre-training corpus contains their
+answer (**supported**) or not (**unsupported**), with the oracle passage and distractor
+passages from the corpus, as introduced by NanoKnow (Gu, Jedidi and Lin, SIGIR '26).
+
+```python
+from datasets import load_dataset
+ds = load_dataset("{where}", "{configs[0]['config']}")
+```
+
+## Configs and splits
+
+| config | questions | corpus | supported | unsupported |
+|---|---|---|---|---|
+{rows}
+
+## Fields
+
+{FIELDS}
+
+## Provenance
+
+- Pipeline: `nanoknow` {nanoknow.__version__} (`nanoknow build`, then `nanoknow publish`).
+- Question/answer/qrels files: the NanoKnow release (github.com/castorini/NanoKnow) at commit `{commit}`.
+- Build settings per config:
+{chr(10).join(settings)}
+
+## License
+
+Card licence field: {', '.join(f'`{lic}`' for lic in licenses)}. The rows combine material under these licences:
+{source_licenses}
+- NanoKnow annotations (qrels): Apache-2.0.
+
+## Citation
+
+```bibtex
+{CITATION}
+```
+"""
+    return "---\n" + yaml.safe_dump(front, sort_keys=False, allow_unicode=True) + "---\n\n" + body
+
+
+def resolve_token(token: str | None) -> str:
+    """``token``, else ``$HF_TOKEN`` or the cached ``huggingface-cli login``; raises when none."""
+    from huggingface_hub import get_token
+
+    token = token or get_token()
+    if not token:
+        raise NanoKnowInputError("no Hub token: pass --token, set HF_TOKEN or run `huggingface-cli login`",
+                                 field="--token")
+    return token
+
+
+def upload(out: Path, repo_id: str, *, token: str, private: bool) -> str:
+    """Create the dataset repository ``repo_id`` if needed and upload ``out``; returns the commit URL."""
+    from huggingface_hub import HfApi
+
+    import nanoknow
+
+    api = HfApi(token=token)
+    api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
+    info = api.upload_folder(repo_id=repo_id, repo_type="dataset", folder_path=str(out),
+                             commit_message=f"NanoKnow datasets (nanoknow {nanoknow.__version__})",
+                             ignore_patterns=[MARKER], delete_patterns=["*.parquet", "**/*.parquet"])
+    return getattr(info, "commit_url", str(info))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Entry point of ``nanoknow publish``."""
+    if args.repo_id is not None and (args.repo_id.count("/") != 1 or not all(args.repo_id.split("/"))):
+        raise NanoKnowInputError(f"must be ORG/NAME, got {args.repo_id!r}", field="--repo-id")
+    token = resolve_token(args.token) if args.repo_id else None
+    configs = write_hub_folder(args.build_dir, args.out, licenses=args.license, repo_id=args.repo_id,
+                               overwrite=args.overwrite)
+    for c in configs:
+        print(f"{c['config']}: " + ", ".join(f"{s} {v['num_examples']}" for s, v in c["splits"].items()))
+    print(f"wrote {args.out}")
+    if args.repo_id:
+        try:
+            url = upload(args.out, args.repo_id, token=token, private=args.private)
+        except Exception as err:  # network or Hub refusal: the folder is written, say how to retry
+            print(f"nanoknow publish: upload to {args.repo_id} failed ({type(err).__name__}: "
+                  f"{str(err).splitlines()[0] if str(err) else ''}); the folder is complete, retry with "
+                  f"`huggingface-cli upload --repo-type dataset {args.repo_id} {args.out}`")
+            return 1
+        print(f"uploaded to https://huggingface.co/datasets/{args.repo_id} ({url})")
+    return 0

