@@ -135,7 +135,8 @@ def main():
     from projection.index import lucene
     from projection.corpus.shards import Corpus, format_doc_id
     from projection.index.build_index import build_corpus_index
-    from projection.stage1.retrieval import CorpusTexts, Question, stage1
+    from projection.data.files import Question
+    from projection.stage1.retrieval import CorpusTexts, stage1
 
     args.work.mkdir(parents=True, exist_ok=True)
     t = time.perf_counter()

@@ -1,3 +1,5 @@
-"""NanoKnow command line, reports and demo (the `nanoknow` console script)."""
+"""NanoKnow command line, reports, demo and diary commands (the `nanoknow` console script)."""
 
-__version__ = "0.1.0"
+from importlib.metadata import version as _version
+
+__version__ = _version("nanoknow")

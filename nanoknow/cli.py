@@ -16,18 +16,18 @@ from nanoknow_common.errors import NanoKnowInputError
 
 #: command name -> (module, one-line help). Nested commands use a space ("data fetch").
 COMMANDS: dict[str, tuple[str, str]] = {
-    "data fetch": ("projection.data.fetch", "download the NanoKnow question/answer/qrels files and check their sha256"),
-    "data verify": ("projection.data.check_files", "validate a NanoKnow data directory and print counts"),
-    "make-sample-corpus": ("nanoknow.demo.sample_corpus", "write a small FineWeb-like corpus with planted answers"),
-    "index": ("projection.index.build_index", "build a Lucene BM25 index over parquet shards"),
-    "project": ("projection.project", "project a QA benchmark onto a corpus (BM25, matching, LLM verification)"),
-    "build": ("projection.datasets.build", "build NanoKnow datasets with oracle and distractor passages"),
-    "publish": ("projection.datasets.publish", "write (and upload) built datasets in the Hugging Face Hub layout"),
-    "report": ("nanoknow.report.write_report", "summarise lm-eval outputs into tables and plots"),
-    "demo": ("nanoknow.demo.run_demo", "run the whole chain offline on an embedded sample"),
-    "convert-nanochat": ("nanochat_adapter.convert", "convert a nanochat checkpoint to a transformers folder"),
-    "diary make": ("nanoknow.diary.make", "generate the diary knowledge-extent benchmark"),
-    "diary train": ("nanoknow.diary.train", "train a tiny nanochat model on a diary set (CPU recipe)"),
+    "data fetch": ("nanoknow.commands.data_fetch", "download the NanoKnow question/answer/qrels files and check their sha256"),
+    "data verify": ("nanoknow.commands.data_verify", "validate a NanoKnow data directory and print counts"),
+    "make-sample-corpus": ("nanoknow.commands.make_sample_corpus", "write a small FineWeb-like corpus with planted answers"),
+    "index": ("nanoknow.commands.index", "build a Lucene BM25 index over parquet shards"),
+    "project": ("nanoknow.commands.project", "project a QA benchmark onto a corpus (BM25, matching, LLM verification)"),
+    "build": ("nanoknow.commands.build", "build NanoKnow datasets with oracle and distractor passages"),
+    "publish": ("nanoknow.commands.publish", "write (and upload) built datasets in the Hugging Face Hub layout"),
+    "report": ("nanoknow.commands.report", "summarise lm-eval outputs into tables and plots"),
+    "demo": ("nanoknow.commands.demo", "run the whole chain offline on an embedded sample"),
+    "convert-nanochat": ("nanoknow.commands.convert_nanochat", "convert a nanochat checkpoint to a transformers folder"),
+    "diary make": ("nanoknow.commands.diary_make", "generate the diary knowledge-extent benchmark"),
+    "diary train": ("nanoknow.commands.diary_train", "train a tiny nanochat model on a diary set (CPU recipe)"),
 }
 
 log = logging.getLogger("nanoknow")

@@ -1,8 +1,10 @@
-"""Make plain ``lm_eval`` see the NanoKnow tasks and the ``nanochat`` model.
+"""Make plain ``lm_eval`` 0.4.x see the NanoKnow tasks and the ``nanochat`` model.
 
-lm-eval has no plugin entry point for tasks or models: its ``TaskManager`` scans its own
-``lm_eval/tasks`` folder (plus ``--include_path``) and ``lm_eval.models`` holds a fixed
-table of model names. This module bridges that gap without costing anything at
+Newer lm-eval releases discover plugins through entry points, which ``pyproject.toml``
+declares (``lm_eval.models``: ``nanochat``; ``lm_eval.tasks``: this folder). lm-eval 0.4.x
+reads none: its ``TaskManager`` scans its own ``lm_eval/tasks`` folder (plus
+``--include_path``) and ``lm_eval.models`` holds a fixed table of model names. For 0.4.x
+only (:func:`hook_applies`), this module bridges that gap without costing anything at
 interpreter start and without touching lm-eval's files:
 
 * ``nanoknow_lm_eval.pth`` (installed into site-packages) calls :func:`install`, which only
@@ -33,11 +35,24 @@ MODELS = {"nanochat": "nanochat_adapter.lm_eval_model:NanoChatLM"}
 TASKS_DIR = os.path.dirname(os.path.realpath(__file__))
 
 _TASK_MANAGER_MODULES = ("lm_eval.tasks.manager", "lm_eval.tasks")
+#: The lm-eval series that read no entry points and need this hook.
+HOOKED_SERIES = "0.4."
+
+
+def hook_applies(lm_eval_version: str | None = None) -> bool:
+    """Whether the installed lm-eval (or ``lm_eval_version``) is a 0.4.x release, which needs the hook."""
+    if lm_eval_version is None:
+        import lm_eval  # already being imported when a callback runs
+
+        lm_eval_version = getattr(lm_eval, "__version__", "")
+    return lm_eval_version.startswith(HOOKED_SERIES)
 _PATCHED_FLAG = "_nanoknow_include_path_patched"
 
 
 def register_models(models_module=None) -> None:
-    """Register :data:`MODELS` in lm-eval's model registry (idempotent)."""
+    """Register :data:`MODELS` in lm-eval's model registry (idempotent; 0.4.x only)."""
+    if not hook_applies():
+        return
     from lm_eval.api.registry import model_registry
 
     for name, target in MODELS.items():
@@ -68,7 +83,7 @@ def patch_task_manager(module) -> None:
     import inspect
 
     cls = getattr(module, "TaskManager", None)
-    if cls is None or getattr(cls, _PATCHED_FLAG, False):
+    if cls is None or getattr(cls, _PATCHED_FLAG, False) or not hook_applies():
         return
     original_init = cls.__init__
     signature = inspect.signature(original_init)

@@ -25,7 +25,7 @@ def nanoknow_data_dir() -> Path:
 @pytest.fixture(scope="session")
 def smollm2_model_args() -> str:
     """lm-eval ``--model_args`` for the bundled SmolLM2-135M-Instruct (hf, CPU)."""
-    from nanoknow.demo.bundled_model import smollm2_model_args
+    from nanoknow_common.bundled_model import smollm2_model_args
 
     return smollm2_model_args()
 

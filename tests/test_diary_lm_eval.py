@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from nanoknow_tasks.diary import _make_task_files
+from nanoknow_tasks.diary import make_task_files
 from projection.diary.generator import generate_diary_set
 from nanoknow_tasks.diary.loaders import diary_rows, load_diary_split
 from nanoknow_tasks.diary.metrics import pooled_share, score_recall
@@ -27,8 +27,8 @@ def default_1k_folder(tmp_path_factory, run) -> Path:
 
 
 def test_task_files_are_up_to_date_and_valid_for_plain_lm_eval(run):
-    assert _make_task_files.main(["--check"]) == 0
-    group = (Path(_make_task_files.HERE) / "nanoknow_diary.yaml").read_text()
+    assert make_task_files.main(["--check"]) == 0
+    group = (Path(make_task_files.HERE) / "nanoknow_diary.yaml").read_text()
     assert [f"nanoknow_diary_{k}k" for k in (1, 2, 4, 8, 16, 32, 64)] == [
         line[2:] for line in group.splitlines() if line.startswith("- ")]
     proc = run(["lm_eval", "validate", "--tasks", "nanoknow_diary"])

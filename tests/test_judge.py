@@ -10,7 +10,7 @@ import pytest
 
 from nanoknow_tasks import scoring
 from nanoknow_tasks.judge import metric as judge
-from nanoknow_tasks.judge.prompt import judge_messages, parse_judgement
+from nanoknow_tasks.judge.prompt import answer_judge_messages, parse_judgement
 from nanoknow_common.errors import NanoKnowInputError
 from openai_test_server import FakeOpenAIServer
 from test_judge_replies import FALSE_REPLY, GARBAGE_REPLY, TRUE_REPLY, bodies, question_of
@@ -40,7 +40,7 @@ def fresh_judge(monkeypatch):
     monkeypatch.setattr(judge, "_caches", {})
 
 
-def _forget_process_state(monkeypatch):
+def forget_process_state(monkeypatch):
     """What a new process would have: the disk cache only."""
     monkeypatch.setattr(judge, "_backends", {})
     monkeypatch.setattr(judge, "_caches", {})
@@ -74,13 +74,13 @@ def test_parse_judgement(output, correct):
 
 
 def test_prompt_carries_question_references_and_candidate():
-    system, user = judge_messages("Who wrote Hamlet? ", ["William Shakespeare", "Shakespeare"], "  It was\nShakespeare ")
+    system, user = answer_judge_messages("Who wrote Hamlet? ", ["William Shakespeare", "Shakespeare"], "  It was\nShakespeare ")
     assert system["role"] == "system" and "strict JSON" in system["content"]
     assert "Question: Who wrote Hamlet?\n" in user["content"]
     assert '["William Shakespeare", "Shakespeare"]' in user["content"]
     assert "Candidate answer: It was Shakespeare\n" in user["content"]
     assert '{"correct": true or false' in user["content"]
-    assert "Candidate answer: (no answer)" in judge_messages("q", ["a"], "")[1]["content"]
+    assert "Candidate answer: (no answer)" in answer_judge_messages("q", ["a"], "")[1]["content"]
 
 
 # --- configuration ------------------------------------------------------------------------
@@ -144,7 +144,7 @@ def test_openai_judge_batches_caches_and_counts_unparseable(tmp_path, monkeypatc
         assert sorted(question_of(r["messages"]) for r in bodies(server)) == sorted(REPLIES)
         # the second aggregation of the same task, and a fresh process, read the cache
         assert judge.aggregate_unparseable(items) == 1
-        _forget_process_state(monkeypatch)
+        forget_process_state(monkeypatch)
         assert judge.aggregate_unparseable(items) == 1
         assert judge.aggregate_accuracy(items) == pytest.approx(3 / 5)
         assert len(server.requests) == 4

@@ -14,8 +14,8 @@ import pytest
 from nanoknow_tasks import scoring
 from nanoknow_tasks.judge import metric as judge
 from nanoknow_tasks.judge.prompt import parse_judgement
-from nanoknow.demo.bundled_model import smollm2_gguf
-from test_judge import DOCS, _forget_process_state, fresh_judge  # noqa: F401 (autouse fixture)
+from nanoknow_common.bundled_model import smollm2_gguf
+from test_judge import DOCS, forget_process_state, fresh_judge  # noqa: F401 (autouse fixture)
 
 
 def test_hf_judge_on_smollm2(tmp_path, monkeypatch):
@@ -34,7 +34,7 @@ def test_hf_judge_on_smollm2(tmp_path, monkeypatch):
     judgements = [parse_judgement(outputs[i["judge_key"]]) for i in items]
     assert accuracy == pytest.approx(sum(j.correct is True for j in judgements) / 2)
     # second run (a fresh process state): from the cache, the model is not loaded again
-    _forget_process_state(monkeypatch)
+    forget_process_state(monkeypatch)
     assert judge.aggregate_unparseable(items) == sum(not j.parsed for j in judgements)
     assert judge.aggregate_accuracy(items) == accuracy
     assert judge._backends == {}

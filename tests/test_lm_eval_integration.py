@@ -7,8 +7,9 @@ import subprocess
 import sys
 
 import pytest
+from pathlib import Path
 
-from nanoknow_tasks import _generate_configs
+from nanoknow_tasks import make_task_files
 from nanoknow_tasks.has_answer import has_answer
 from projection.data.files import read_qrels
 from projection.data import layout
@@ -19,7 +20,7 @@ GROUPS = ["nanoknow", "nanoknow_nq", "nanoknow_squad", "nanoknow_hotpotqa"]
 
 
 def test_generated_task_files_are_up_to_date():
-    assert _generate_configs.main(["--check"]) == 0
+    assert make_task_files.main(["--check"]) == 0
 
 
 def test_hook_costs_nothing_until_lm_eval_is_imported():
@@ -79,3 +80,27 @@ def test_smollm2_closedbook_run_scores_as_the_paper(run, tmp_path, nanoknow_data
     assert reported == pytest.approx(recomputed)
     assert [s["exact_match"] for s in samples] == [float(has_answer(s["resps"][0][0], s["doc"]["answers"]))
                                                    for s in samples]
+
+
+def test_entry_points_for_newer_lm_eval_resolve_to_the_model_and_the_task_folder():
+    from importlib.metadata import entry_points
+
+    from nanochat_adapter.lm_eval_model import NanoChatLM
+    from nanoknow_tasks import lm_eval_hook
+
+    models = {ep.name: ep for ep in entry_points(group="lm_eval.models")}
+    tasks = {ep.name: ep for ep in entry_points(group="lm_eval.tasks")}
+    assert models["nanochat"].load() is NanoChatLM
+    folder = Path(tasks["nanoknow"].load())
+    assert folder == Path(lm_eval_hook.TASKS_DIR)
+    assert (folder / "oracle" / "nanoknow_nq_supported_oracle.yaml").is_file()
+
+
+def test_import_hook_acts_only_for_lm_eval_0_4():
+    from nanoknow_tasks.lm_eval_hook import hook_applies
+
+    assert hook_applies("0.4.13") and hook_applies("0.4.9.1")
+    assert not hook_applies("0.5.0") and not hook_applies("1.0.0")
+    import lm_eval
+
+    assert hook_applies() == lm_eval.__version__.startswith("0.4.")

@@ -10,7 +10,7 @@ from projection.stage1.answer_match import answers_in_text, find_first_match, no
 from projection.corpus.shards import Corpus, canonical_doc_id, parse_doc_id, read_documents
 from nanoknow_common.errors import NanoKnowInputError
 from projection.stage1.passages import extract_passage, passage_around
-from projection.stage2.verification import COINCIDENTAL, TRUE, UNPARSED, judge_messages, parse_verdict
+from projection.stage2.verification import COINCIDENTAL, TRUE, UNPARSED, verifier_messages, parse_verdict
 
 
 @pytest.fixture(scope="module")
@@ -160,7 +160,7 @@ def test_verdict_parsing(output, label, reason):
 
 
 def test_judge_prompt_shows_at_most_five_answers():
-    messages = judge_messages("who?", [f"a{i}" for i in range(8)], "the passage")
+    messages = verifier_messages("who?", [f"a{i}" for i in range(8)], "the passage")
     user = messages[-1]["content"]
     assert '"a4"' in user and '"a5"' not in user
     assert "the passage" in user and "TRUE" in user and "COINCIDENTAL" in user
@@ -169,13 +169,13 @@ def test_judge_prompt_shows_at_most_five_answers():
 def test_fast_offset_mapping_agrees_with_the_per_character_one():
     import random
 
-    from projection.stage1.answer_match import _normalized_with_offsets, _run_mapper
+    from projection.stage1.answer_match import normalized_with_offsets, whitespace_run_mapper
 
     rng = random.Random(3)
     for _ in range(200):
         text = "".join(rng.choice(["a", "B", " ", "  ", "\n", "\t \n", "xy", "Z"]) for _ in range(rng.randint(0, 40)))
-        norm, offsets = _normalized_with_offsets(text)
-        to_original = _run_mapper(text)
+        norm, offsets = normalized_with_offsets(text)
+        to_original = whitespace_run_mapper(text)
         assert all(to_original(p) == offsets[p] for p in range(len(norm)))
     text = "Ab  cd\n\n EF gh"
     m = find_first_match(text, ["cd ef"])
@@ -185,7 +185,7 @@ def test_fast_offset_mapping_agrees_with_the_per_character_one():
 def test_local_window_equals_tokenizing_the_whole_document():
     import random
 
-    from projection.stage1.passages import _passage_around_full
+    from projection.stage1.passages import passage_around_full_text
 
     rng = random.Random(5)
     for _ in range(300):
@@ -193,15 +193,16 @@ def test_local_window_equals_tokenizing_the_whole_document():
         text = "".join(w + rng.choice([" ", "\n", "  "]) for w in words)
         offset = rng.randint(0, max(0, len(text) - 1))
         window = rng.choice([1, 5, 20, 200])
-        assert passage_around(text, offset, window_words=window) == _passage_around_full(text, offset, window)
+        assert passage_around(text, offset, window_words=window) == passage_around_full_text(text, offset, window)
 
 
 def test_stage1_matching_shortcuts_agree_with_the_plain_rule():
     """match_hits skips normalizing when it cannot matter; it must find what the rule finds."""
     import random as _random
 
-    from projection.stage1.answer_match import _norm_answer, normalize
-    from projection.stage1.retrieval import Question, match_hits
+    from projection.stage1.answer_match import normalize_answer, normalize
+    from projection.data.files import Question
+    from projection.stage1.retrieval import match_hits
 
     rng = _random.Random(5)
     words = ["new", "york", "City", "of", "the", "san", "francisco", "bay", "x"]
@@ -214,6 +215,6 @@ def test_stage1_matching_shortcuts_agree_with_the_plain_rule():
         hits.append((f"shard_00000_{i}", 1.0))
     found = {c["doc_id"]: set(c["found_answers"])
              for c in match_hits(Question("q", "q", answers), hits, texts, {}, window_words=5)}
-    expected = {d: {a for a in answers if _norm_answer(a) in normalize(t)} for d, t in texts.items()}
+    expected = {d: {a for a in answers if normalize_answer(a) in normalize(t)} for d, t in texts.items()}
     assert {d: s for d, s in expected.items() if s} == found
     assert len(found) > 100 and any(len(s) > 2 for s in found.values())

@@ -13,7 +13,7 @@ from tests.openai_test_server import FakeOpenAIServer
 
 def _backend(server, **kw):
     opts = dict(base_url=server.base_url, api_key="sk-test", concurrency=4, timeout=0.5, max_retries=4,
-                backoff=0.01, max_backoff=0.05, progress=False)
+                progress=False)
     opts.update(kw)
     return make_backend("openai", "judge-model", **opts)
 
@@ -59,7 +59,7 @@ def test_client_errors_are_not_retried():
 
 
 def test_unreachable_server_fails_clearly():
-    backend = make_backend("openai", "m", base_url="http://127.0.0.1:9/v1", max_retries=1, backoff=0.01,
+    backend = make_backend("openai", "m", base_url="http://127.0.0.1:9/v1", max_retries=1,
                            timeout=0.5, progress=False)
     with pytest.raises(LLMBackendError, match="ConnectionError"):
         backend.generate(["x"])
@@ -98,8 +98,8 @@ def test_verification_through_the_server_parses_thinking_and_counts_unparsed():
 
 
 def test_first_true_mode_stops_each_question_at_its_first_true():
-    from projection.project import _verify_chunk
-    from projection.stage1.retrieval import Question
+    from projection.pipeline import verify_chunk
+    from projection.data.files import Question
 
     def reply(messages):
         return "TRUE: yes" if "good passage" in messages[-1]["content"] else "COINCIDENTAL: no"
@@ -110,9 +110,9 @@ def test_first_true_mode_stops_each_question_at_its_first_true():
                {"qid": "2", "candidates": [{"passage": "bad passage"}]}]
     with FakeOpenAIServer(reply=reply) as server:
         backend = _backend(server)
-        first = _verify_chunk(backend, chunk, records, first_true=True, max_new_tokens=8)
+        first = verify_chunk(backend, chunk, records, first_true=True, max_new_tokens=8)
         assert len(server.requests) == 3
-        every = _verify_chunk(backend, chunk, records, first_true=False, max_new_tokens=8)
+        every = verify_chunk(backend, chunk, records, first_true=False, max_new_tokens=8)
         assert len(server.requests) == 3 + 4
     assert [v and v["label"] for v in first[0]["verdicts"]] == ["COINCIDENTAL", "TRUE", None]
     assert [v["label"] for v in every[0]["verdicts"]] == ["COINCIDENTAL", "TRUE", "TRUE"]

@@ -272,7 +272,8 @@ def test_an_index_storing_raw_documents_serves_texts_without_the_corpus(sample, 
     from projection.index import lucene
     from projection.corpus.shards import Corpus
     from projection.index.build_index import build_corpus_index
-    from projection.stage1.retrieval import CorpusTexts, IndexTexts, Question, stage1
+    from projection.data.files import Question
+    from projection.stage1.retrieval import CorpusTexts, IndexTexts, stage1
 
     index = tmp_path / "raw-index"
     assert build_corpus_index(sample["corpus"], index, threads=2, store_raw=True) == \

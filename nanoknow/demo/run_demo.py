@@ -33,19 +33,18 @@ from nanoknow_common.errors import NanoKnowInputError
 
 log = logging.getLogger(__name__)
 
-EXAMPLE = "nanoknow demo --out nanoknow-demo --limit 20"
 DATASET = "nq"
 CORPUS_DIR = "sample"
-DISTRACTOR_COUNTS = (1, 2, 4)
-POSITIONS = ("first", "middle", "last")
+#: The distractor grid stops here to stay fast on a CPU.
+MAX_DISTRACTORS = 4
 
 
 def demo_tasks() -> list[str]:
-    """The lm-eval tasks the demo runs (the distractor grid stops at k=4 to stay fast on a CPU)."""
-    tasks = [f"nanoknow_{DATASET}_supported_closedbook", f"nanoknow_{DATASET}_unsupported_closedbook",
-             f"nanoknow_{DATASET}_supported_oracle"]
-    tasks += [f"nanoknow_{DATASET}_supported_distractors_k{k}_{p}" for k in DISTRACTOR_COUNTS for p in POSITIONS]
-    return tasks
+    """The lm-eval tasks the demo runs: NQ closed-book, oracle and the distractor grid up to k=4."""
+    from nanoknow_tasks.task_specs import all_task_specs
+
+    return [spec.name for spec in all_task_specs() if spec.dataset == DATASET
+            and spec.condition in ("closedbook", "oracle", "distractors") and (spec.k or 0) <= MAX_DISTRACTORS]
 
 
 class Steps:
@@ -114,7 +113,7 @@ def run_demo(out: Path, *, limit: int | None = 20, questions: int = 60, model_ar
     from nanochat_adapter.tiny_checkpoints import write_tiny_checkpoint
     from nanoknow.report.write_report import write_report
     from projection.datasets.build import BuildSettings, build
-    from nanoknow.demo.bundled_model import smollm2_model_args
+    from nanoknow_common.bundled_model import smollm2_model_args
     from projection.index.build_index import build_corpus_index
     from nanoknow.demo.sample_corpus import make_sample_corpus
 
@@ -130,17 +129,14 @@ def run_demo(out: Path, *, limit: int | None = 20, questions: int = 60, model_ar
               lambda: make_sample_corpus(corpus, sample_questions, shards=2, filler_docs=2000, seed=0), corpus)
     steps.run("index", {"corpus": "corpus"}, lambda: build_corpus_index(corpus, index, threads=2), index)
 
-    def project() -> None:
-        from nanoknow.cli import main
+    def project_step() -> None:
+        from projection.pipeline import ProjectSettings, project
 
-        code = main(["project", "--dataset", DATASET, "--questions", str(corpus / "questions.jsonl"),
-                     "--index", str(index), "--corpus", str(corpus), "--corpus-name", CORPUS_DIR,
-                     "--out", str(data), "--verifier", "hf", "--judge-mode", "choose", "--window-words", "80",
-                     "--dtype", "bfloat16", "--threads", "2", "--resume"])
-        if code:
-            raise NanoKnowInputError(f"nanoknow project exited {code}")
+        project(ProjectSettings(dataset=DATASET, questions=corpus / "questions.jsonl", index=index,
+                                corpus=str(corpus), corpus_name=CORPUS_DIR, out=data, verifier="hf",
+                                judge_mode="choose", window_words=80, dtype="bfloat16", threads=2, resume=True))
 
-    steps.run("project", {"verifier": "hf-smollm2-choose", "window_words": 80}, project, data)
+    steps.run("project", {"verifier": "hf-smollm2-choose", "window_words": 80}, project_step, data)
     settings = BuildSettings(dataset=DATASET, corpus_dir=CORPUS_DIR, corpus=str(corpus), index=str(index))
     steps.run("build", {"settings": settings.__dict__}, lambda: build(data, settings, built), built)
 
@@ -164,30 +160,3 @@ def run_demo(out: Path, *, limit: int | None = 20, questions: int = 60, model_ar
     for name, seconds in steps.timings.items():
         log.info("step %-14s %6.1f s", name, seconds)
     return report
-
-
-def add_arguments(parser) -> None:
-    parser.add_argument("--out", type=Path, default=Path("nanoknow-demo"), help="working folder (default nanoknow-demo)")
-    parser.add_argument("--limit", type=int, default=20, help="questions per lm-eval task (default 20; 0 = all)")
-    parser.add_argument("--questions", type=int, default=60,
-                        help="questions planted in the sample corpus (default 60: NQ when NanoKnow data is "
-                             "available, else the embedded sample)")
-    parser.add_argument("--model-args", default=None,
-                        help="lm-eval --model_args for the nanochat model, e.g. pretrained=karpathy/nanochat-d32 "
-                             "(default: a tiny random checkpoint written by the demo)")
-    parser.add_argument("--data-dir", type=Path, default=None,
-                        help="NanoKnow data for real NQ questions (default: $NANOKNOW_DATA_DIR, the fetch cache, "
-                             "else the embedded sample)")
-    parser.add_argument("--max-gen-toks", type=int, default=32, help="new tokens per answer (default 32)")
-    parser.add_argument("--fresh", action="store_true", help="discard earlier steps and start over")
-
-
-def run(args) -> int:
-    if args.limit < 0 or args.questions < 1 or args.max_gen_toks < 1:
-        raise NanoKnowInputError("--limit must be >= 0, --questions and --max-gen-toks positive")
-    start = time.monotonic()
-    report = run_demo(args.out, limit=args.limit or None, questions=args.questions, model_args=args.model_args,
-                      data_dir=args.data_dir, fresh=args.fresh, max_gen_toks=args.max_gen_toks)
-    print((report / "summary.md").read_text(encoding="utf-8"))
-    print(f"NanoKnow demo finished in {time.monotonic() - start:.0f} s. Report: {report.resolve()}")
-    return 0

@@ -1,1 +1,3 @@
-"""TODO"""
+"""Diary benchmark commands: the from-scratch tiny nanochat recipe (:mod:`.train`,
+:mod:`.tiny_model`).
+"""

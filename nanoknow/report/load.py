@@ -15,48 +15,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nanoknow_common.errors import NanoKnowInputError
+from nanoknow_tasks.task_specs import TaskSpec, parse_task_name
 
 log = logging.getLogger(__name__)
 
-_TASK = re.compile(r"^nanoknow_(?P<dataset>[a-z0-9]+)_(?P<split>supported|unsupported)_"
-                   r"(?:(?P<plain>closedbook|oracle|original)|distractors_k(?P<k>\d+)_(?P<position>first|middle|last))$")
 _RESULTS = re.compile(r"^results_(?P<ts>.+)\.json$")
-
-
-@dataclass(frozen=True)
-class TaskInfo:
-    """What a NanoKnow task name says: dataset, split, condition, and for distractors k/position."""
-
-    name: str
-    dataset: str
-    split: str
-    condition: str  # closedbook | oracle | original | distractors
-    k: int | None = None
-    position: str | None = None
-
-    @property
-    def paper_condition(self) -> str:
-        """The paper's name for the condition."""
-        if self.condition == "distractors":
-            return f"oracle + {self.k} distractor{'s' if self.k != 1 else ''} ({self.position})"
-        return {"closedbook": "closed-book", "oracle": "oracle", "original": "original context"}[self.condition]
-
-
-def parse_task(name: str) -> TaskInfo | None:
-    """Parse a NanoKnow task name (``nanoknow_nq_supported_distractors_k2_middle``); None if not one."""
-    match = _TASK.match(name)
-    if not match:
-        return None
-    if match["plain"]:
-        return TaskInfo(name, match["dataset"], match["split"], match["plain"])
-    return TaskInfo(name, match["dataset"], match["split"], "distractors", int(match["k"]), match["position"])
 
 
 @dataclass
 class TaskRun:
     """One task of one model: the results file it came from and its logged samples (if any)."""
 
-    info: TaskInfo
+    info: TaskSpec
     results_file: Path
     samples_file: Path | None
     reported: dict = field(default_factory=dict)  # lm-eval's own numbers, for a cross-check only
@@ -122,7 +92,7 @@ def load_model_folder(folder: Path) -> ModelRuns:
         stamp = _RESULTS.match(path.name)["ts"]
         data = newest if path == results_files[-1] else _read_json(path)
         for name, reported in data["results"].items():
-            info = parse_task(name)
+            info = parse_task_name(name)
             if info is None:
                 other.add(name)
                 continue

@@ -11,7 +11,6 @@ log = logging.getLogger(__name__)
 #: answer-frequency buckets (number of qrels documents), as in the paper
 BUCKETS: tuple[tuple[str, int, float], ...] = (("1-5", 1, 5), ("6-20", 6, 20), ("21-50", 21, 50),
                                                ("51+", 51, math.inf))
-Z95 = 1.959963984540054
 
 
 @dataclass(frozen=True)
@@ -32,15 +31,14 @@ class Score:
         return 100.0 * low, 100.0 * high
 
 
-def wilson_interval(correct: int, n: int, z: float = Z95) -> tuple[float, float]:
-    """Wilson score interval of a binomial proportion (fractions); (nan, nan) when n == 0."""
+def wilson_interval(correct: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval of a binomial proportion (fractions, SciPy's); (nan, nan) when n == 0."""
     if n == 0:
         return math.nan, math.nan
-    p = correct / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+    from scipy.stats import binomtest
+
+    interval = binomtest(correct, n).proportion_ci(confidence_level=confidence, method="wilson")
+    return float(interval.low), float(interval.high)
 
 
 def score(values: list[float]) -> Score:

@@ -11,13 +11,12 @@ import logging
 import math
 from dataclasses import dataclass
 
-from nanoknow.report.load import ModelRuns, TaskInfo, TaskRun
+from nanoknow.report.load import ModelRuns, TaskRun
+from nanoknow_tasks.task_specs import TaskSpec
 from nanoknow.report.stats import BUCKETS, Score, bucket_of, exact_match_values, judge_values, score
 
 log = logging.getLogger(__name__)
 
-CONDITION_ORDER = {"closedbook": 0, "oracle": 1, "original": 2, "distractors": 3}
-POSITIONS = ("first", "middle", "last")
 #: conditions drawn per frequency bucket (supported questions)
 FREQUENCY_CONDITIONS = ("closedbook", "oracle", "original")
 
@@ -34,7 +33,7 @@ class TaskScores:
     judge_note: str | None = None
 
     @property
-    def info(self) -> TaskInfo:
+    def info(self) -> TaskSpec:
         return self.run.info
 
 
@@ -42,7 +41,7 @@ def score_runs(runs: list[ModelRuns], judge_cache: str | None = None) -> tuple[l
     """Scores of every task that has samples; notes for the tasks left out or partly scored."""
     scored, notes = [], []
     for model_runs in runs:
-        for name in sorted(model_runs.tasks, key=lambda n: _task_key(model_runs.tasks[n].info)):
+        for name in sorted(model_runs.tasks, key=lambda n: model_runs.tasks[n].info.sort_key):
             run = model_runs.tasks[name]
             samples = run.samples()
             if not samples:
@@ -64,11 +63,6 @@ def score_runs(runs: list[ModelRuns], judge_cache: str | None = None) -> tuple[l
     for note in notes:
         log.warning(note)
     return scored, notes
-
-
-def _task_key(info: TaskInfo):
-    return (info.dataset, info.split != "supported", CONDITION_ORDER[info.condition], info.k or 0,
-            POSITIONS.index(info.position) if info.position else 0)
 
 
 def _score_fields(s: Score) -> dict:

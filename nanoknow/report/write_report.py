@@ -20,8 +20,6 @@ from nanoknow.report.tables import distractor_rows, frequency_rows, score_runs, 
 
 log = logging.getLogger(__name__)
 
-EXAMPLE = ("lm_eval --model nanochat --model_args pretrained=CKPT --tasks nanoknow_nq --log_samples "
-           "--output_path runs/ && nanoknow report runs/ --out report/")
 
 
 @dataclass
@@ -149,16 +147,5 @@ def render_markdown(report: ReportSummary, runs) -> str:
     return "\n".join(lines) + "\n"
 
 
-def add_arguments(parser) -> None:
-    parser.add_argument("results", nargs="+", type=Path, metavar="RESULTS",
-                        help="lm-eval --output_path folders (or one model folder in them), run with --log_samples")
-    parser.add_argument("--out", type=Path, required=True, help="folder for summary.md/.csv and the figures")
-    parser.add_argument("--judge-cache", default=None, help="llm_judge cache file (default: the judge's default)")
 
 
-def run(args) -> int:
-    report = write_report(args.results, args.out, judge_cache=args.judge_cache)
-    print(f"report: {report.files['summary.md']}")
-    for name, reason in report.skipped.items():
-        print(f"skipped {name}: {reason}")
-    return 0

@@ -40,7 +40,7 @@ import os
 from dataclasses import dataclass, field
 
 from nanoknow_tasks.judge.cache import JudgeCache, cache_key, default_cache_path
-from nanoknow_tasks.judge.prompt import Judgement, judge_messages, parse_judgement
+from nanoknow_tasks.judge.prompt import Judgement, answer_judge_messages, parse_judgement
 from nanoknow_common.errors import NanoKnowInputError
 
 log = logging.getLogger(__name__)
@@ -198,7 +198,7 @@ def _backend(config: JudgeConfig):
 def make_item(question: str, answers: list[str], prediction: str, config: JudgeConfig) -> dict:
     """The per-sample record that ``llm_judge`` aggregates (and ``--log_samples`` keeps)."""
     answers = [str(a) for a in answers]
-    messages = judge_messages(question, answers, prediction)
+    messages = answer_judge_messages(question, answers, prediction)
     return {"question": question, "answers": answers, "prediction": prediction,
             "judge_model": config.model, "judge_key": cache_key(config.model, messages, config.max_new_tokens)}
 
@@ -226,7 +226,7 @@ def judge_items(items: list[dict], config: JudgeConfig | None = None) -> list[Ju
     missing = {}
     for item in items:
         if item["judge_key"] not in outputs and item["judge_key"] not in missing:
-            missing[item["judge_key"]] = judge_messages(item["question"], item["answers"], item["prediction"])
+            missing[item["judge_key"]] = answer_judge_messages(item["question"], item["answers"], item["prediction"])
     log.info("LLM judge: %d items, %d cached, %d distinct prompts to judge",
              len(items), sum(k in outputs for k in keys), len(missing))
     if missing:

@@ -6,7 +6,7 @@ removes thinking blocks (the same rules as the projection verifier) and markdown
 then takes the first JSON object that has a boolean ``correct``. Anything else is
 *unparseable*: :attr:`Judgement.correct` is ``None`` and the metric counts it separately.
 
-Public: :func:`judge_messages`, :func:`parse_judgement`, :class:`Judgement`.
+Public: :func:`answer_judge_messages`, :func:`parse_judgement`, :class:`Judgement`.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ USER_TEMPLATE = (
 )
 
 
-def judge_messages(question: str, answers: list[str], candidate: str) -> list[dict]:
+def answer_judge_messages(question: str, answers: list[str], candidate: str) -> list[dict]:
     """The chat (system + user turn) that asks the judge about one candidate answer."""
     shown = json.dumps([str(a) for a in answers[:MAX_ANSWERS_SHOWN]], ensure_ascii=False)
     candidate = " ".join((candidate or "").split())[:MAX_CANDIDATE_CHARS] or "(no answer)"

@@ -22,7 +22,6 @@ from projection.data.manifest import Manifest, ManifestFile, load_manifest
 
 log = logging.getLogger(__name__)
 
-EXAMPLE = "nanoknow data fetch --dest ~/nanoknow-data --datasets nq,hotpotqa --corpora fineweb-edu"
 
 
 @dataclass(frozen=True)
@@ -107,27 +106,7 @@ def fetch(dest: Path, *, manifest: Manifest | None = None, base_url: str | None 
     return outcomes
 
 
-def _split(value: str | None) -> list[str] | None:
-    return [v.strip() for v in value.split(",") if v.strip()] if value else None
 
 
-def add_arguments(parser) -> None:
-    parser.add_argument("--dest", type=Path, default=None,
-                        help=f"target directory (default: {default_fetch_dir()}, where tasks look)")
-    parser.add_argument("--datasets", help="comma-separated subset of nq,squad,hotpotqa (default: all)")
-    parser.add_argument("--corpora", help="comma-separated subset of fineweb-edu,climbmix (default: all)")
-    parser.add_argument("--base-url", help="mirror of the upstream questions-and-qrels/ folder "
-                        "(default: the pinned upstream commit)")
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
 
 
-def run(args) -> int:
-    dest = args.dest or default_fetch_dir()
-    outcomes = fetch(dest, base_url=args.base_url, datasets=_split(args.datasets),
-                     corpora=_split(args.corpora), timeout=args.timeout)
-    failed = [o for o in outcomes if o.status == "failed"]
-    done = len(outcomes) - len(failed)
-    print(f"{done} of {len(outcomes)} files in place under {dest}")
-    if failed:
-        raise NanoKnowInputError(f"{len(failed)} file(s) failed, first: {failed[0].reason}")
-    return 0

@@ -125,14 +125,15 @@ def read_qrels(path: Path, problems: list | None = None) -> dict[str, list[str]]
 
 @dataclass(frozen=True)
 class Question:
-    """One NanoKnow question of one split, as the tasks and reports see it."""
+    """One question: id, text and gold answers; questions read from a NanoKnow data folder
+    also carry their split and answer frequency."""
 
     qid: str
     question: str
     answers: list[str]
-    split: str
+    split: str | None = None
     #: qrels documents of this question (0 for unsupported); None where qrels are absent.
-    answer_frequency: int | None
+    answer_frequency: int | None = None
 
 
 def load_questions(root: Path, dataset: str, corpus_dir: str, split: str, *,

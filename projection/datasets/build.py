@@ -39,8 +39,6 @@ from projection.datasets.squad_source import load_squad_contexts
 
 log = logging.getLogger(__name__)
 
-EXAMPLE = ("nanoknow build --data-dir ~/.cache/nanoknow/questions-and-qrels --dataset nq "
-           "--corpus hf://datasets/karpathy/fineweb-edu-100b-shuffle --out builds/ --index indexes/fineweb-edu")
 DEFAULT_DISTRACTORS = 8
 #: How many more candidates than needed each distractor round reads (most are kept).
 OVERSAMPLE = 2
@@ -86,9 +84,9 @@ class _DistractorSource:
         """Run one batched BM25 search for the chunk (hard negatives), if an index is given."""
         if self.searcher is None:
             return
-        from projection.stage1.retrieval import Question as SearchQuestion, bm25_batch
+        from projection.stage1.retrieval import bm25_batch
 
-        hits = bm25_batch(self.searcher, [SearchQuestion(q.qid, q.question, list(q.answers)) for q in questions],
+        hits = bm25_batch(self.searcher, questions,
                           k=self.settings.bm25_depth)
         self.ranked = {qid: [canonical_doc_id(doc_id) for doc_id, _ in ranked] for qid, ranked in hits.items()}
 
@@ -262,32 +260,5 @@ def _check_resume(work: Path, settings: BuildSettings) -> None:
     stamp.write_text(wanted, encoding="utf-8")
 
 
-def add_arguments(parser) -> None:
-    parser.add_argument("--data-dir", type=Path, default=None,
-                        help="NanoKnow questions/qrels root (default: $NANOKNOW_DATA_DIR, then the fetch cache)")
-    parser.add_argument("--dataset", required=True, help="nq, squad, hotpotqa, or any dataset folder of the data dir")
-    parser.add_argument("--corpus-dir", default="fineweb-edu", help="corpus folder name in the data dir")
-    parser.add_argument("--corpus", required=True, help="parquet shards: a directory or hf://, s3://, https:// prefix")
-    parser.add_argument("--out", type=Path, required=True, help="build folder (datasets go to OUT/<dataset>/<corpus>/)")
-    parser.add_argument("--index", help="Lucene index for BM25 hard-negative distractors (default: random documents)")
-    parser.add_argument("--squad-source", help="SQuAD v1.1 dev for original_context: a local .json/.jsonl/.parquet "
-                        "or a Hub id such as rajpurkar/squad")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--window-words", type=int, default=DEFAULT_WINDOW_WORDS)
-    parser.add_argument("--distractors", type=int, default=DEFAULT_DISTRACTORS, help="distractors per question")
-    parser.add_argument("--chunk-size", type=int, default=1000, help="questions per resumable chunk")
 
 
-def run(args) -> int:
-    if args.window_words < 1 or args.distractors < 0 or args.chunk_size < 1:
-        raise NanoKnowInputError("--window-words and --chunk-size must be positive, --distractors non-negative")
-    settings = BuildSettings(dataset=args.dataset, corpus_dir=args.corpus_dir, corpus=str(args.corpus),
-                             index=args.index, seed=args.seed, window_words=args.window_words,
-                             num_distractors=args.distractors, squad_source=args.squad_source,
-                             chunk_size=args.chunk_size)
-    info = build(args.data_dir, settings, args.out)
-    counts = info["counts"]
-    print(f"built {args.dataset}/{args.corpus_dir}: {counts['supported']} supported "
-          f"({counts['supported_without_oracle']} without an oracle passage), "
-          f"{counts['unsupported']} unsupported -> {Path(args.out) / args.dataset / args.corpus_dir}")
-    return 0

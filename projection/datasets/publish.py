@@ -28,7 +28,6 @@ from nanoknow_common.errors import NanoKnowInputError
 
 log = logging.getLogger(__name__)
 
-EXAMPLE = "nanoknow publish --build-dir build/ --out hub/nanoknow --repo-id my-org/nanoknow --private"
 SHARD = "{split}-00000-of-00001.parquet"
 MARKER = ".nanoknow-publish"
 
@@ -58,16 +57,6 @@ FIELDS = """| field | meaning |
 | `original_context` | SQuAD's own paragraph (SQuAD only) |"""
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Arguments of ``nanoknow publish``."""
-    parser.add_argument("--build-dir", required=True, type=Path, help="output folder of `nanoknow build`")
-    parser.add_argument("--out", required=True, type=Path, help="folder to write the Hub layout to")
-    parser.add_argument("--repo-id", help="upload to this Hub dataset repository (ORG/NAME)")
-    parser.add_argument("--private", action="store_true", help="create the Hub repository as private")
-    parser.add_argument("--token", help="Hub token (default: $HF_TOKEN or the cached login)")
-    parser.add_argument("--license", dest="license", action="append",
-                        help="licence identifier(s) for the card (default: those of the sources)")
-    parser.add_argument("--overwrite", action="store_true", help="replace --out if it holds an earlier publish")
 
 
 def _prepare_out(out: Path, overwrite: bool) -> None:
@@ -138,29 +127,30 @@ def _licenses(configs: list[dict]) -> list[str]:
 
 def dataset_card(configs: list[dict], *, licenses: list[str] | None = None, repo_id: str | None = None) -> str:
     """README.md of the published dataset: YAML front matter and a body with provenance."""
-    import datasets
-    import yaml
+    from importlib.metadata import version
 
-    import nanoknow
+    import datasets
+    from huggingface_hub import DatasetCard, DatasetCardData
+
     from projection.data.manifest import load_manifest
 
     commit = load_manifest().commit
     features = datasets.Features.from_arrow_schema(built_layout.SCHEMA)._to_yaml_list()
     licenses = licenses or _licenses(configs)
-    front = {
-        "license": licenses[0] if len(licenses) == 1 else licenses,
-        "language": ["en"],
-        "pretty_name": "NanoKnow",
-        "task_categories": ["question-answering"],
-        "tags": ["nanoknow", "knowledge-probing", "pretraining-data"],
-        "configs": [{"config_name": c["config"],
-                     "data_files": [{"split": s, "path": v["path"]} for s, v in c["splits"].items()]}
-                    for c in configs],
-        "dataset_info": [{"config_name": c["config"], "features": copy.deepcopy(features),  # no YAML anchors
-                          "splits": [{"name": s, "num_bytes": v["num_bytes"], "num_examples": v["num_examples"]}
-                                     for s, v in c["splits"].items()]}
-                         for c in configs],
-    }
+    card_data = DatasetCardData(
+        license=licenses[0] if len(licenses) == 1 else licenses,
+        language=["en"],
+        pretty_name="NanoKnow",
+        task_categories=["question-answering"],
+        tags=["nanoknow", "knowledge-probing", "pretraining-data"],
+        configs=[{"config_name": c["config"],
+                  "data_files": [{"split": s, "path": v["path"]} for s, v in c["splits"].items()]}
+                 for c in configs],
+        dataset_info=[{"config_name": c["config"], "features": copy.deepcopy(features),  # no YAML anchors
+                       "splits": [{"name": s, "num_bytes": v["num_bytes"], "num_examples": v["num_examples"]}
+                                  for s, v in c["splits"].items()]}
+                      for c in configs],
+    )
     where = repo_id or "path/to/this/folder"
     rows = "\n".join(
         f"| `{c['config']}` | {SOURCE_NAMES.get(c['dataset'], c['dataset'])} | "
@@ -198,7 +188,7 @@ ds = load_dataset("{where}", "{configs[0]['config']}")
 
 ## Provenance
 
-- Pipeline: `nanoknow` {nanoknow.__version__} (`nanoknow build`, then `nanoknow publish`).
+- Pipeline: `nanoknow` {version('nanoknow')} (`nanoknow build`, then `nanoknow publish`).
 - Question/answer/qrels files: the NanoKnow release (github.com/castorini/NanoKnow) at commit `{commit}`.
 - Build settings per config:
 {chr(10).join(settings)}
@@ -215,7 +205,7 @@ Card licence field: {', '.join(f'`{lic}`' for lic in licenses)}. The rows combin
 {CITATION}
 ```
 """
-    return "---\n" + yaml.safe_dump(front, sort_keys=False, allow_unicode=True) + "---\n\n" + body
+    return str(DatasetCard(f"---\n{card_data.to_yaml()}\n---\n\n{body}"))
 
 
 def resolve_token(token: str | None) -> str:
@@ -231,35 +221,15 @@ def resolve_token(token: str | None) -> str:
 
 def upload(out: Path, repo_id: str, *, token: str, private: bool) -> str:
     """Create the dataset repository ``repo_id`` if needed and upload ``out``; returns the commit URL."""
-    from huggingface_hub import HfApi
+    from importlib.metadata import version
 
-    import nanoknow
+    from huggingface_hub import HfApi
 
     api = HfApi(token=token)
     api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
     info = api.upload_folder(repo_id=repo_id, repo_type="dataset", folder_path=str(out),
-                             commit_message=f"NanoKnow datasets (nanoknow {nanoknow.__version__})",
+                             commit_message=f"NanoKnow datasets (nanoknow {version('nanoknow')})",
                              ignore_patterns=[MARKER], delete_patterns=["*.parquet", "**/*.parquet"])
     return getattr(info, "commit_url", str(info))
 
 
-def run(args: argparse.Namespace) -> int:
-    """Entry point of ``nanoknow publish``."""
-    if args.repo_id is not None and (args.repo_id.count("/") != 1 or not all(args.repo_id.split("/"))):
-        raise NanoKnowInputError(f"must be ORG/NAME, got {args.repo_id!r}", field="--repo-id")
-    token = resolve_token(args.token) if args.repo_id else None
-    configs = write_hub_folder(args.build_dir, args.out, licenses=args.license, repo_id=args.repo_id,
-                               overwrite=args.overwrite)
-    for c in configs:
-        print(f"{c['config']}: " + ", ".join(f"{s} {v['num_examples']}" for s, v in c["splits"].items()))
-    print(f"wrote {args.out}")
-    if args.repo_id:
-        try:
-            url = upload(args.out, args.repo_id, token=token, private=args.private)
-        except Exception as err:  # network or Hub refusal: the folder is written, say how to retry
-            print(f"nanoknow publish: upload to {args.repo_id} failed ({type(err).__name__}: "
-                  f"{str(err).splitlines()[0] if str(err) else ''}); the folder is complete, retry with "
-                  f"`huggingface-cli upload --repo-type dataset {args.repo_id} {args.out}`")
-            return 1
-        print(f"uploaded to https://huggingface.co/datasets/{args.repo_id} ({url})")
-    return 0

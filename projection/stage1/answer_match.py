@@ -22,7 +22,7 @@ def normalize(text: str) -> str:
     return _WS.sub(" ", text.lower())
 
 
-def _norm_answer(answer: str) -> str:
+def normalize_answer(answer: str) -> str:
     return normalize(answer).strip()
 
 
@@ -40,13 +40,13 @@ def answers_in_text(text: str, answers: list[str], *, normalized_text: str | Non
     norm = normalized_text if normalized_text is not None else normalize(text)
     found = []
     for answer in answers:
-        key = _norm_answer(answer)
+        key = normalize_answer(answer)
         if key and key in norm and answer not in found:
             found.append(answer)
     return found
 
 
-def _normalized_with_offsets(text: str) -> tuple[str, list[int]]:
+def normalized_with_offsets(text: str) -> tuple[str, list[int]]:
     """Normalized text and, for each of its characters, the offset of its source character."""
     chars: list[str] = []
     offsets: list[int] = []
@@ -75,7 +75,7 @@ def find_first_match(text: str, answers: list[str], *, normalized_text: str | No
     norm = normalized_text if normalized_text is not None else normalize(text)
     best: tuple[int, int, str] | None = None  # (start, -length, answer)
     for answer in answers:
-        key = _norm_answer(answer)
+        key = normalize_answer(answer)
         if not key:
             continue
         pos = norm.find(key)
@@ -88,18 +88,18 @@ def find_first_match(text: str, answers: list[str], *, normalized_text: str | No
     if len(text.lower()) == len(text):  # lowercasing kept every character's length: map runs only
         start, end = _to_original(text, pos, last)
         return Match(answer=answer, char_start=start, char_end=end + 1)
-    mapped, offsets = _normalized_with_offsets(text)
+    mapped, offsets = normalized_with_offsets(text)
     assert mapped == norm  # the same normalization, char for char
     return Match(answer=answer, char_start=offsets[pos], char_end=offsets[last] + 1)
 
 
 def _to_original(text: str, *positions: int) -> tuple[int, ...]:
     """Original offsets of normalized indices, walking whitespace runs only as far as needed."""
-    to_original = _run_mapper(text, until=max(positions))
+    to_original = whitespace_run_mapper(text, until=max(positions))
     return tuple(to_original(p) for p in positions)
 
 
-def _run_mapper(text: str, until: int | None = None):
+def whitespace_run_mapper(text: str, until: int | None = None):
     """Map a normalized index (up to ``until``) to the original one, from whitespace runs."""
     starts, norm_starts, removed_after = [], [], []
     removed = 0

@@ -62,7 +62,7 @@ def passage_around(text: str, char_offset: int, *, window_words: int = DEFAULT_W
     return text[start:end], start, end
 
 
-def _passage_around_full(text: str, char_offset: int, window_words: int) -> tuple[str, int, int]:
+def passage_around_full_text(text: str, char_offset: int, window_words: int) -> tuple[str, int, int]:
     """Reference implementation tokenizing the whole text (for tests)."""
     spans = [m.span() for m in _WORD.finditer(text)]
     if not spans:

@@ -4,7 +4,7 @@ Texts of the hits come from the parquet corpus (one batched read per shard for a
 batch of questions; each distinct document is read and normalized once), or, for an index
 that stores raw documents (the released FineWeb-Edu index), from the index itself.
 
-Public: :class:`Question`, :class:`CorpusTexts`, :class:`IndexTexts`, :func:`bm25_batch`,
+Public: :class:`CorpusTexts`, :class:`IndexTexts`, :func:`bm25_batch`,
 :func:`match_hits`, :func:`stage1`.
 """
 
@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 import logging
 import re
-from dataclasses import dataclass
 
-from projection.stage1.answer_match import _norm_answer, find_first_match, normalize
+from projection.data.files import Question
+from projection.stage1.answer_match import normalize_answer, find_first_match, normalize
 from projection.corpus.shards import Corpus
 from projection.stage1.passages import DEFAULT_WINDOW_WORDS, passage_around
 
@@ -23,15 +23,6 @@ log = logging.getLogger(__name__)
 
 #: Whitespace that normalization changes: a non-space whitespace character or two spaces.
 _IRREGULAR_SPACE = re.compile(r"[^\S ]|  ")
-
-
-@dataclass(frozen=True)
-class Question:
-    """One question to project: id, text and gold answers."""
-
-    qid: str
-    question: str
-    answers: list[str]
 
 
 class CorpusTexts:
@@ -86,7 +77,7 @@ def match_hits(question: Question, hits: list[tuple[str, float]], texts: dict[st
     ``normalized`` and ``lowered`` cache each document's normalized / lowercased text across
     the questions of a batch."""
     lowered = {} if lowered is None else lowered
-    keys = [(a, _norm_answer(a)) for a in question.answers]
+    keys = [(a, normalize_answer(a)) for a in question.answers]
     keys = [(a, k, max(k.split(" "), key=len)) for a, k in keys if k]
     out = []
     for rank, (doc_id, score) in enumerate(hits, start=1):

@@ -5,7 +5,7 @@ and answers ``TRUE: <reason>`` or ``COINCIDENTAL: <reason>`` (DESIGN.md). Parsin
 thinking blocks, markdown, case and extra text; an answer with no verdict is ``UNPARSED`` (the
 caller counts and reports it, it is never taken as a silent "false").
 
-Public: :func:`judge_messages`, :func:`parse_verdict`, :class:`Verdict`, :func:`judge`.
+Public: :func:`verifier_messages`, :func:`parse_verdict`, :class:`Verdict`, :func:`judge`.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ USER_TEMPLATE = (
 )
 
 
-def judge_messages(question: str, answers: list[str], passage: str) -> list[dict]:
+def verifier_messages(question: str, answers: list[str], passage: str) -> list[dict]:
     """The chat sent to the judge for one candidate."""
     shown = ", ".join(f'"{a}"' for a in answers[:MAX_ANSWERS_SHOWN])
     return [{"role": "system", "content": SYSTEM_PROMPT},
@@ -101,10 +101,10 @@ def judge(backend: TextGenerator, items: list[tuple[str, list[str], str]], *,
     if mode == "choose":
         if not hasattr(backend, "choose"):
             raise ValueError(f"the {backend.name} backend cannot score choices; use --judge-mode generate")
-        picked = backend.choose([judge_messages(q, a, p) for q, a, p in items], [TRUE, COINCIDENTAL])
+        picked = backend.choose([verifier_messages(q, a, p) for q, a, p in items], [TRUE, COINCIDENTAL])
         return [(Verdict(label, ""), f"{label} (constrained choice: P(TRUE)={probs[0]:.4f}, "
                                       f"P(COINCIDENTAL)={probs[1]:.4f})") for label, probs in picked]
     if mode != "generate":
         raise ValueError(f"unknown judge mode {mode!r}")
-    outputs = backend.generate([judge_messages(q, a, p) for q, a, p in items], max_new_tokens=max_new_tokens)
+    outputs = backend.generate([verifier_messages(q, a, p) for q, a, p in items], max_new_tokens=max_new_tokens)
     return [(parse_verdict(out), out) for out in outputs]

@@ -1,16 +1,13 @@
-"""``nanoknow diary make``: generate a diary set and write it (see :mod:`.files` for the layout)."""
+"""``nanoknow diary make``: command-line flags for :mod:`nanoknow.diary.make`."""
 
 from __future__ import annotations
 
+from projection.diary.files import DEFAULT_ROWS_PER_SHARD, write_diary_set
+from projection.diary.generator import DEFAULT_SEED, check_num_diarists, generate_diary_set
 import argparse
-import logging
-
-from nanoknow_common.errors import NanoKnowInputError
-
 from projection.diary.generator import DEFAULT_SEED, check_num_diarists, generate_diary_set
 from projection.diary.files import DEFAULT_ROWS_PER_SHARD, write_diary_set
 
-log = logging.getLogger(__name__)
 
 EXAMPLE = "nanoknow diary make --diarists 8000 --seed 1234 --out data/diary-8k"
 
@@ -24,16 +21,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"documents per parquet shard (default {DEFAULT_ROWS_PER_SHARD})")
 
 
-def _integer(value: str, field: str, *, minimum: int | None = None) -> int:
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        raise NanoKnowInputError(f"must be an integer, got {value!r}", field=field) from None
-    if minimum is not None and number < minimum:
-        raise NanoKnowInputError(f"must be at least {minimum}, got {number}", field=field)
-    return number
-
-
 def run(args: argparse.Namespace) -> int:
     diarists = check_num_diarists(_integer(args.diarists, "--diarists"), field="--diarists")
     seed = _integer(args.seed, "--seed")
@@ -42,3 +29,13 @@ def run(args: argparse.Namespace) -> int:
     manifest = write_diary_set(diary, args.out, rows_per_shard=rows)
     log.info("manifest: %s", manifest)
     return 0
+
+
+def _integer(value: str, field: str, *, minimum: int | None = None) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise NanoKnowInputError(f"must be an integer, got {value!r}", field=field) from None
+    if minimum is not None and number < minimum:
+        raise NanoKnowInputError(f"must be at least {minimum}, got {number}", field=field)
+    return number

@@ -17,15 +17,15 @@ the work files, so a killed-then-resumed run gives byte-identical outputs:
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import os
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from projection.data import layout
 from nanoknow_common.errors import NanoKnowInputError
-from projection.stage1.retrieval import Question
+from projection.data.files import Question
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +33,42 @@ EXAMPLE = ("nanoknow project --questions sample-corpus/questions.jsonl --dataset
            "--index sample-index --out projected --verifier hf --model HuggingFaceTB/SmolLM2-135M-Instruct")
 
 WORK_DIR = ".projection"
+
+
+@dataclass
+class ProjectSettings:
+    """Everything one projection run needs; ``nanoknow project`` fills it from its flags.
+
+    Questions come from ``questions`` (JSONL) or ``data_dir`` (both splits of ``questions_from``).
+    ``verifier`` is ``hf``, ``openai``, ``vllm`` or ``none`` (answer matching only).
+    """
+
+    dataset: str
+    index: Path
+    out: Path
+    questions: Path | None = None
+    data_dir: Path | None = None
+    questions_from: str = "fineweb-edu"
+    limit: int | None = None
+    corpus: str | None = None
+    corpus_name: str = "fineweb-edu"
+    text_column: str = "text"
+    top_k: int = 100
+    threads: int = max(1, min(8, os.cpu_count() or 1))
+    window_words: int = 200
+    verifier: str = "hf"
+    model: str | None = None
+    gguf_file: str | None = None
+    base_url: str | None = None
+    concurrency: int = 8
+    device: str = "cpu"
+    dtype: str = "float32"
+    batch_size: int = 8
+    max_new_tokens: int = 64
+    judge_mode: str = "generate"
+    verify: str = "all"
+    chunk_size: int = 500
+    resume: bool = False
 
 
 # -- inputs --------------------------------------------------------------------------------
@@ -136,7 +172,7 @@ def check_run_params(work: Path, params: dict, resume: bool) -> None:
 
 
 # -- stages --------------------------------------------------------------------------------
-def run_stage1(args, questions: list[Question], chunks: list[list[Question]], path: Path) -> dict[int, list[dict]]:
+def run_stage1(settings: ProjectSettings, questions: list[Question], chunks: list[list[Question]], path: Path) -> dict[int, list[dict]]:
     from tqdm import tqdm
 
     from projection.index import lucene
@@ -147,18 +183,18 @@ def run_stage1(args, questions: list[Question], chunks: list[list[Question]], pa
     todo = [i for i in range(len(chunks)) if i not in done]
     if not todo:
         return done
-    searcher = lucene.open_searcher(args.index)
-    source = CorpusTexts(Corpus(args.corpus, text_column=args.text_column)) if args.corpus \
-        else IndexTexts(searcher, threads=args.threads)
+    searcher = lucene.open_searcher(settings.index)
+    source = CorpusTexts(Corpus(settings.corpus, text_column=settings.text_column)) if settings.corpus \
+        else IndexTexts(searcher, threads=settings.threads)
     for i in tqdm(todo, desc="stage 1 (BM25 + answer match)", unit="chunk"):
-        records = stage1(searcher, source, chunks[i], k=args.top_k, threads=args.threads,
-                         window_words=args.window_words)
+        records = stage1(searcher, source, chunks[i], k=settings.top_k, threads=settings.threads,
+                         window_words=settings.window_words)
         append_chunk(path, i, records)
         done[i] = records
     return done
 
 
-def _verify_chunk(backend, chunk: list[Question], records: list[dict], *, first_true: bool,
+def verify_chunk(backend, chunk: list[Question], records: list[dict], *, first_true: bool,
                   max_new_tokens: int, mode: str = "generate") -> list[dict]:
     """Verdicts for one chunk; with ``first_true`` candidates are judged rank by rank (batched
     across questions) and a question stops at its first TRUE."""
@@ -187,44 +223,44 @@ def _verify_chunk(backend, chunk: list[Question], records: list[dict], *, first_
     return [{"qid": r["qid"], "verdicts": v} for r, v in zip(records, verdicts)]
 
 
-def make_verifier(args):
-    """The judge backend chosen on the command line (None for ``--verifier none``)."""
+def make_verifier(settings: ProjectSettings):
+    """The judge backend the settings name (None for ``verifier="none"``)."""
     from nanoknow_common.llm import make_backend
 
-    if args.verifier == "none":
+    if settings.verifier == "none":
         return None
-    if args.verifier == "hf":
-        model, gguf = args.model, args.gguf_file
+    if settings.verifier == "hf":
+        model, gguf = settings.model, settings.gguf_file
         if model is None:
-            from nanoknow.demo.bundled_model import smollm2_gguf
+            from nanoknow_common.bundled_model import smollm2_gguf
 
             folder, gguf = smollm2_gguf()
             model = str(folder)
-        return make_backend("hf", model, gguf_file=gguf, device=args.device, batch_size=args.batch_size,
-                            dtype=args.dtype)
-    if args.judge_mode == "choose":
-        raise NanoKnowInputError(f"--judge-mode choose needs the hf verifier, not {args.verifier}", field="--judge-mode")
-    if args.verifier == "openai":
-        return make_backend("openai", args.model, base_url=args.base_url, concurrency=args.concurrency)
-    return make_backend("vllm", args.model)
+        return make_backend("hf", model, gguf_file=gguf, device=settings.device, batch_size=settings.batch_size,
+                            dtype=settings.dtype)
+    if settings.judge_mode == "choose":
+        raise NanoKnowInputError(f"--judge-mode choose needs the hf verifier, not {settings.verifier}", field="--judge-mode")
+    if settings.verifier == "openai":
+        return make_backend("openai", settings.model, base_url=settings.base_url, concurrency=settings.concurrency)
+    return make_backend("vllm", settings.model)
 
 
-def run_stage2(args, chunks: list[list[Question]], stage1_done: dict[int, list[dict]], path: Path) -> dict[int, list[dict]]:
+def run_stage2(settings: ProjectSettings, chunks: list[list[Question]], stage1_done: dict[int, list[dict]], path: Path) -> dict[int, list[dict]]:
     from tqdm import tqdm
 
     done = read_chunks(path)
     todo = [i for i in range(len(chunks)) if i not in done]
     if not todo:
         return done
-    if args.verifier == "none":  # answer matching only: every candidate counts
+    if settings.verifier == "none":  # answer matching only: every candidate counts
         for i in todo:
             done[i] = [{"qid": r["qid"], "verdicts": [None] * len(r["candidates"])} for r in stage1_done[i]]
         return done
-    backend = make_verifier(args)
+    backend = make_verifier(settings)
     try:
         for i in tqdm(todo, desc="stage 2 (LLM verification)", unit="chunk"):
-            rows = _verify_chunk(backend, chunks[i], stage1_done[i], first_true=args.verify == "first-true",
-                                 max_new_tokens=args.max_new_tokens, mode=args.judge_mode)
+            rows = verify_chunk(backend, chunks[i], stage1_done[i], first_true=settings.verify == "first-true",
+                                 max_new_tokens=settings.max_new_tokens, mode=settings.judge_mode)
             append_chunk(path, i, rows)
             done[i] = rows
     finally:
@@ -232,94 +268,53 @@ def run_stage2(args, chunks: list[list[Question]], stage1_done: dict[int, list[d
     return done
 
 
-def project(args: argparse.Namespace) -> dict:
-    """Run (or resume) the projection described by ``args``; return the summary."""
+def project(settings: ProjectSettings) -> dict:
+    """Run (or resume) the projection ``settings`` describe; return the summary.
+
+    Example::
+
+        from projection import ProjectSettings, project
+        project(ProjectSettings(dataset="sample", questions=Path("questions.jsonl"),
+                                index=Path("index"), corpus="corpus", out=Path("projected"),
+                                verifier="none"))
+    """
     from projection.outputs import final_files
 
-    if args.questions:
-        questions = read_questions_jsonl(args.questions)
-    elif args.data_dir:
-        questions = read_nanoknow_questions(args.data_dir, args.dataset, args.questions_from)
+    if settings.questions:
+        questions = read_questions_jsonl(settings.questions)
+    elif settings.data_dir:
+        questions = read_nanoknow_questions(settings.data_dir, settings.dataset, settings.questions_from)
     else:
         raise NanoKnowInputError("give the questions: --questions FILE.jsonl or --data-dir DIR", field="--questions")
-    if args.limit:
-        questions = questions[: args.limit]
+    if settings.limit:
+        questions = questions[: settings.limit]
     for name in ("top_k", "chunk_size", "window_words", "threads"):
-        if getattr(args, name) < 1:
+        if getattr(settings, name) < 1:
             raise NanoKnowInputError("must be at least 1", field="--" + name.replace("_", "-"))
     from projection.index import lucene
 
-    lucene.check_index_dir(args.index)
-    if args.corpus is None:
+    lucene.check_index_dir(settings.index)
+    if settings.corpus is None:
         log.info("no --corpus: document texts will be read from the index (it must store raw documents)")
-    corpus_dir = args.corpus_name
-    out_dir = Path(args.out) / args.dataset / corpus_dir
+    corpus_dir = settings.corpus_name
+    out_dir = Path(settings.out) / settings.dataset / corpus_dir
     work = out_dir / WORK_DIR
-    params = {"dataset": args.dataset, "corpus_name": corpus_dir, "top_k": args.top_k,
-              "window_words": args.window_words, "chunk_size": args.chunk_size, "verifier": args.verifier,
-              "model": args.model, "gguf_file": args.gguf_file, "verify": args.verify,
-              "max_new_tokens": args.max_new_tokens, "batch_size": args.batch_size, "judge_mode": args.judge_mode,
+    params = {"dataset": settings.dataset, "corpus_name": corpus_dir, "top_k": settings.top_k,
+              "window_words": settings.window_words, "chunk_size": settings.chunk_size, "verifier": settings.verifier,
+              "model": settings.model, "gguf_file": settings.gguf_file, "verify": settings.verify,
+              "max_new_tokens": settings.max_new_tokens, "batch_size": settings.batch_size, "judge_mode": settings.judge_mode,
               "questions": [q.qid for q in questions]}
-    check_run_params(work, params, args.resume)
-    chunks = [questions[i:i + args.chunk_size] for i in range(0, len(questions), args.chunk_size)]
-    s1 = run_stage1(args, questions, chunks, work / "stage1.jsonl")
-    s2 = run_stage2(args, chunks, s1, work / "stage2.jsonl")
-    summary = final_files.write_outputs(Path(args.out), args.dataset, corpus_dir, questions,
+    check_run_params(work, params, settings.resume)
+    chunks = [questions[i:i + settings.chunk_size] for i in range(0, len(questions), settings.chunk_size)]
+    s1 = run_stage1(settings, questions, chunks, work / "stage1.jsonl")
+    s2 = run_stage2(settings, chunks, s1, work / "stage2.jsonl")
+    summary = final_files.write_outputs(Path(settings.out), settings.dataset, corpus_dir, questions,
                                          [r for i in range(len(chunks)) for r in s1[i]],
                                          [r for i in range(len(chunks)) for r in s2[i]],
-                                         verified=args.verifier != "none")
+                                         verified=settings.verifier != "none")
     log.info("projection summary: %s", json.dumps(summary))
     if summary["unparsed"]:
         log.warning("%d judge outputs could not be parsed (listed as UNPARSED in %s); they count as not "
-                    "verified", summary["unparsed"], final_files.candidates_path(Path(args.out), args.dataset,
+                    "verified", summary["unparsed"], final_files.candidates_path(Path(settings.out), settings.dataset,
                                                                                    corpus_dir).name)
     return summary
-
-
-# -- CLI -----------------------------------------------------------------------------------
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    src = parser.add_argument_group("questions")
-    src.add_argument("--questions", type=Path, help='JSONL of {"qid", "question", "answer": [...]} per line')
-    src.add_argument("--data-dir", type=Path, help="or a NanoKnow data directory (both splits of --questions-from)")
-    src.add_argument("--questions-from", default="fineweb-edu",
-                     help="corpus folder of --data-dir whose topics list the questions (default fineweb-edu)")
-    src.add_argument("--dataset", required=True, help="dataset name used in output names (nq, squad, ...)")
-    src.add_argument("--limit", type=int, default=None, help="only the first N questions")
-    cor = parser.add_argument_group("corpus and index")
-    cor.add_argument("--index", required=True, type=Path, help="Lucene index (nanoknow index, or the released one)")
-    cor.add_argument("--corpus", default=None,
-                     help="parquet corpus (dir, hf://, s3://, https://) to read texts from; default: the index's raw docs")
-    cor.add_argument("--corpus-name", default="fineweb-edu",
-                     help="corpus folder name in the outputs (default fineweb-edu)")
-    cor.add_argument("--text-column", default="text")
-    cor.add_argument("--top-k", type=int, default=100, help="BM25 hits per question (default 100)")
-    cor.add_argument("--threads", type=int, default=max(1, min(8, os.cpu_count() or 1)), help="search threads")
-    cor.add_argument("--window-words", type=int, default=200, help="words in the passage window (default 200)")
-    ver = parser.add_argument_group("verification")
-    ver.add_argument("--verifier", choices=["hf", "openai", "vllm", "none"], default="hf",
-                     help="LLM judge backend; none = answer matching only (default hf)")
-    ver.add_argument("--model", default=None, help="judge model (hf: folder or Hub id; default the bundled SmolLM2)")
-    ver.add_argument("--gguf-file", default=None, help="GGUF file inside --model's folder (hf)")
-    ver.add_argument("--base-url", default=None, help="OpenAI-compatible server (default env OPENAI_BASE_URL)")
-    ver.add_argument("--concurrency", type=int, default=8, help="concurrent requests (openai)")
-    ver.add_argument("--device", default="cpu", help="torch device (hf)")
-    ver.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"],
-                     help="weights' dtype (hf; bfloat16 is several times faster on CPUs with AVX512-BF16)")
-    ver.add_argument("--batch-size", type=int, default=8, help="generation batch size (hf)")
-    ver.add_argument("--max-new-tokens", type=int, default=64)
-    ver.add_argument("--judge-mode", choices=["generate", "choose"], default="generate",
-                     help="generate: parse the judge's written TRUE/COINCIDENTAL reply (default); choose (hf): "
-                          "take the likelier of the two as first token, for models too small to follow the format")
-    ver.add_argument("--verify", choices=["all", "first-true"], default="all",
-                     help="judge every candidate (default, as the released qrels) or stop at the first TRUE")
-    run_ = parser.add_argument_group("run")
-    run_.add_argument("--out", required=True, type=Path, help="output root (upstream layout)")
-    run_.add_argument("--chunk-size", type=int, default=500,
-                      help="questions per resumable chunk (default 500; larger chunks read the corpus more efficiently)")
-    run_.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
-
-
-def run(args: argparse.Namespace) -> int:
-    summary = project(args)
-    print(json.dumps(summary))
-    return 0

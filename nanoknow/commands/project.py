@@ -1,0 +1,61 @@
+"""``nanoknow project``: command-line flags for :func:`projection.pipeline.project`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+from nanoknow.commands.settings import settings_from_args
+from projection.pipeline import EXAMPLE, ProjectSettings, project
+
+__all__ = ["EXAMPLE", "add_arguments", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    src = parser.add_argument_group("questions")
+    src.add_argument("--questions", type=Path, help='JSONL of {"qid", "question", "answer": [...]} per line')
+    src.add_argument("--data-dir", type=Path, help="or a NanoKnow data directory (both splits of --questions-from)")
+    src.add_argument("--questions-from", default="fineweb-edu",
+                     help="corpus folder of --data-dir whose topics list the questions (default fineweb-edu)")
+    src.add_argument("--dataset", required=True, help="dataset name used in output names (nq, squad, ...)")
+    src.add_argument("--limit", type=int, default=None, help="only the first N questions")
+    cor = parser.add_argument_group("corpus and index")
+    cor.add_argument("--index", required=True, type=Path, help="Lucene index (nanoknow index, or the released one)")
+    cor.add_argument("--corpus", default=None,
+                     help="parquet corpus (dir, hf://, s3://, https://) to read texts from; default: the index's raw docs")
+    cor.add_argument("--corpus-name", default="fineweb-edu",
+                     help="corpus folder name in the outputs (default fineweb-edu)")
+    cor.add_argument("--text-column", default="text")
+    cor.add_argument("--top-k", type=int, default=100, help="BM25 hits per question (default 100)")
+    cor.add_argument("--threads", type=int, default=max(1, min(8, os.cpu_count() or 1)), help="search threads")
+    cor.add_argument("--window-words", type=int, default=200, help="words in the passage window (default 200)")
+    ver = parser.add_argument_group("verification")
+    ver.add_argument("--verifier", choices=["hf", "openai", "vllm", "none"], default="hf",
+                     help="LLM judge backend; none = answer matching only (default hf)")
+    ver.add_argument("--model", default=None, help="judge model (hf: folder or Hub id; default the bundled SmolLM2)")
+    ver.add_argument("--gguf-file", default=None, help="GGUF file inside --model's folder (hf)")
+    ver.add_argument("--base-url", default=None, help="OpenAI-compatible server (default env OPENAI_BASE_URL)")
+    ver.add_argument("--concurrency", type=int, default=8, help="concurrent requests (openai)")
+    ver.add_argument("--device", default="cpu", help="torch device (hf)")
+    ver.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"],
+                     help="weights' dtype (hf; bfloat16 is several times faster on CPUs with AVX512-BF16)")
+    ver.add_argument("--batch-size", type=int, default=8, help="generation batch size (hf)")
+    ver.add_argument("--max-new-tokens", type=int, default=64)
+    ver.add_argument("--judge-mode", choices=["generate", "choose"], default="generate",
+                     help="generate: parse the judge's written TRUE/COINCIDENTAL reply (default); choose (hf): "
+                          "take the likelier of the two as first token, for models too small to follow the format")
+    ver.add_argument("--verify", choices=["all", "first-true"], default="all",
+                     help="judge every candidate (default, as the released qrels) or stop at the first TRUE")
+    run_ = parser.add_argument_group("run")
+    run_.add_argument("--out", required=True, type=Path, help="output root (upstream layout)")
+    run_.add_argument("--chunk-size", type=int, default=500,
+                      help="questions per resumable chunk (default 500; larger chunks read the corpus more efficiently)")
+    run_.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
+
+
+def run(args: argparse.Namespace) -> int:
+    summary = project(settings_from_args(ProjectSettings, args))
+    print(json.dumps(summary))
+    return 0

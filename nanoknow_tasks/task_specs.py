@@ -1,0 +1,84 @@
+"""The one table of NanoKnow tasks: dataset, split, condition, distractor count k and position.
+
+The YAML generator (:mod:`nanoknow_tasks.make_task_files`), the report and the demo all read
+it, so a task name is spelled in one place (:attr:`TaskSpec.name`) and parsed back in one
+place (:func:`parse_task_name`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+DATASETS = ("nq", "squad", "hotpotqa")
+SPLITS = ("supported", "unsupported")
+#: Datasets with the distractor grid, and its distractor counts.
+DISTRACTOR_DATASETS = ("nq", "squad")
+DISTRACTOR_COUNTS = (1, 2, 4, 8)
+POSITIONS = ("first", "middle", "last")
+#: Conditions in report order.
+CONDITIONS = ("closedbook", "oracle", "original", "distractors")
+
+_PAPER_NAMES = {"closedbook": "closed-book", "oracle": "oracle", "original": "original context"}
+
+
+def positions_for(k: int) -> tuple[str, ...]:
+    """Where the oracle can sit among ``k`` distractors."""
+    return POSITIONS
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """One NanoKnow task: what it asks (``condition``) of which questions (``dataset``, ``split``)."""
+
+    dataset: str
+    split: str
+    condition: str  # closedbook | oracle | original | distractors
+    k: int | None = None
+    position: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The lm-eval task name, e.g. ``nanoknow_nq_supported_distractors_k2_middle``."""
+        base = f"nanoknow_{self.dataset}_{self.split}_{self.condition}"
+        return f"{base}_k{self.k}_{self.position}" if self.condition == "distractors" else base
+
+    @property
+    def paper_condition(self) -> str:
+        """The paper's name for the condition."""
+        if self.condition == "distractors":
+            return f"oracle + {self.k} distractor{'s' if self.k != 1 else ''} ({self.position})"
+        return _PAPER_NAMES[self.condition]
+
+    @property
+    def sort_key(self) -> tuple:
+        """Dataset, supported first, condition order, k, position order."""
+        return (self.dataset, self.split != "supported", CONDITIONS.index(self.condition), self.k or 0,
+                POSITIONS.index(self.position) if self.position else 0)
+
+
+def all_task_specs() -> list[TaskSpec]:
+    """Every NanoKnow QA task, in the order the task folder lists them."""
+    specs = [TaskSpec(d, s, "closedbook") for d in DATASETS for s in SPLITS]
+    specs += [TaskSpec(d, "supported", "oracle") for d in DATASETS]
+    specs += [TaskSpec("squad", s, "original") for s in SPLITS]
+    specs += [TaskSpec(d, "supported", "distractors", k, p)
+              for d in DISTRACTOR_DATASETS for k in DISTRACTOR_COUNTS for p in positions_for(k)]
+    return specs
+
+
+_NAME = re.compile(r"^nanoknow_(?P<dataset>[a-z0-9]+)_(?P<split>supported|unsupported)_"
+                   r"(?:(?P<plain>closedbook|oracle|original)|distractors_k(?P<k>\d+)_(?P<position>[a-z]+))$")
+
+
+def parse_task_name(name: str) -> TaskSpec | None:
+    """The spec a NanoKnow task name stands for; None for any other name."""
+    match = _NAME.match(name)
+    if not match:
+        return None
+    if match["plain"]:
+        return TaskSpec(match["dataset"], match["split"], match["plain"])
+    k, position = int(match["k"]), match["position"]
+    if position not in positions_for(k):
+        return None
+    return TaskSpec(match["dataset"], match["split"], "distractors", k, position)
