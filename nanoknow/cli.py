@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "project": ("projection.pipeline", "project a QA benchmark onto a corpus (BM25, matching, LLM verification)"),
     "build": ("projection.build", "build NanoKnow datasets with oracle and distractor passages"),
     "publish": ("projection.publish", "write (and upload) built datasets in the Hugging Face Hub layout"),
+    "exposure": ("projection.exposure.cli", "split questions by what a checkpoint read (seen/unseen, frequency read)"),
     "report": ("nanoknow.report", "summarise lm-eval outputs into tables and plots"),
     "demo": ("nanoknow.demo", "run the whole chain offline on an embedded sample"),
     "convert-nanochat": ("nanochat_adapter.convert", "convert a nanochat checkpoint to a transformers folder"),
