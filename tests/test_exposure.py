@@ -191,6 +191,13 @@ def test_loader_state_metas_of_each_generation(tiny, data_dir):
     assert (exposure.method, exposure.corpus, exposure.step) == ("loader_state", "fineweb", 300)
     assert exposure.loader_state == {"pq_idx": 5, "rg_idx": 3, "epoch": 1}
     assert "meta_000300.json" in exposure.source and "pq_idx=5" in exposure.source
+    assert exposure.world_size is None  # no optimizer shards saved
+    import torch
+
+    for rank in range(4):  # nanochat saves one optimizer shard per rank since c6abcdf
+        torch.save({"rank": rank}, nov / f"optim_000300_rank{rank}.pt")
+    assert Exposure.from_checkpoint(nov).world_size == 4
+    assert resolve_exposure({"exposure_from": str(nov), "exposure_step": "300"}) == Exposure.from_checkpoint(nov)
     records = {r.qid: r for r in question_exposures(data_dir, "nq", "fineweb-edu", exposure)}
     assert split_of(records.values()) == {"seen": {"q1", "q2"}, "uncertain": {"q3", "q4"}, "unseen": {"q5"},
                                           "unsupported": {"q6"}}
@@ -244,6 +251,15 @@ def test_fine_tuned_checkpoints_take_their_base_runs_exposure(tiny, data_dir):
     assert any("fine-tuning data" in note for note in exposure.notes)
     untagged = tiny("untagged", "2025-10", 12, sft_meta, None, parent=root / "chatsft_checkpoints")
     assert "'d4' as nanochat picks it" in Exposure.from_checkpoint(untagged).source
+    # the October mid_train meta: user_config.model_tag / user_config.step name the base checkpoint
+    mid = tiny("d4", "2025-10", 80, lambda step, config: {
+        "step": step, "val_bpb": 0.95, "model_config": config,
+        "user_config": {"run": "dummy", "model_tag": None, "step": 300, "dtype": "bfloat16", "max_seq_len": 2048,
+                        "device_batch_size": 32, "total_batch_size": 524288, "eval_tokens": 20 * 524288}},
+        parent=root / "mid_checkpoints")
+    from_mid = Exposure.from_checkpoint(mid)
+    assert (from_mid.shards_surely_read, from_mid.shards_possibly_read, from_mid.step) == (4, 7, 80)
+    assert f"fine-tuned from {base} step 300" in from_mid.source
 
     # the October chat_sft meta names no base run: require it stated, or the base checkpoint given
     old_sft = tiny("old-sft", "2025-10", 650, lambda step, config: {
