@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "convert-nanochat": ("nanoknow.commands.convert_nanochat", "convert a nanochat checkpoint to a transformers folder"),
     "diary make": ("nanoknow.commands.diary_make", "generate the diary knowledge-extent benchmark"),
     "diary train": ("nanoknow.commands.diary_train", "train a tiny nanochat model on a diary set (CPU recipe)"),
+    "exposure": ("nanoknow.commands.exposure", "split questions by what a checkpoint read (seen/unseen, frequency read)"),
 }
 
 log = logging.getLogger("nanoknow")

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from projection.data import layout
-from projection.outputs import final_files
+from projection.outputs import final_files as outputs
 from tests.conftest import VENV_BIN, run_command
 from tests.openai_test_server import FakeOpenAIServer
 
@@ -42,7 +42,7 @@ def project_args(sample, out, *extra):
 
 
 def candidates(out) -> list[dict]:
-    return pq.read_table(final_files.candidates_path(out, DATASET, CORPUS_NAME)).to_pylist()
+    return pq.read_table(outputs.candidates_path(out, DATASET, CORPUS_NAME)).to_pylist()
 
 
 def qrels_pairs(out) -> set[tuple[str, str]]:
@@ -132,7 +132,7 @@ def test_outputs_validate_with_nanoknow_data_verify(stage1_run, openai_run):
         report = json.loads(proc.stdout)
         assert report["ok"], report
         corpus = report["datasets"][DATASET]["corpora"][CORPUS_NAME]
-        summary = json.loads(final_files.summary_path(out, DATASET, CORPUS_NAME).read_text())
+        summary = json.loads(outputs.summary_path(out, DATASET, CORPUS_NAME).read_text())
         assert corpus["supported"] == summary["supported"] and corpus["qrels_lines"] == summary["qrels"]
         assert report["datasets"][DATASET]["answers"] == 100
 
@@ -144,7 +144,7 @@ def test_stage2_with_a_discriminating_judge_over_http(sample, stage1_run, openai
     assert r2 >= 0.95 and p2 >= 0.85 and p2 > p1 + 0.2
     rows = candidates(openai_run)
     assert {r["verdict"] for r in rows} == {"TRUE", "COINCIDENTAL"}
-    freq = [json.loads(line) for line in open(final_files.answer_frequency_path(openai_run, DATASET, CORPUS_NAME))]
+    freq = [json.loads(line) for line in open(outputs.answer_frequency_path(openai_run, DATASET, CORPUS_NAME))]
     qrels_count = {}
     for qid, _ in qrels_pairs(openai_run):
         qrels_count[qid] = qrels_count.get(qid, 0) + 1
@@ -208,7 +208,7 @@ def test_killed_run_resumes_to_byte_identical_files(sample, openai_run):
         run_command([*args, "--resume"])
         judged_after = len(server.requests) - requests_before
     assert final_files(out) == final_files(openai_run)
-    total = json.loads(final_files.summary_path(out, DATASET, CORPUS_NAME).read_text())["judged"]
+    total = json.loads(outputs.summary_path(out, DATASET, CORPUS_NAME).read_text())["judged"]
     assert judged_after < total  # finished chunks were not judged again
 
 

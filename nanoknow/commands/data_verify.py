@@ -6,7 +6,7 @@ from nanoknow_common.errors import NanoKnowInputError
 from pathlib import Path
 import json
 from projection.data.data_root import resolve_data_dir
-from projection.data.check_files import verify_data_dir
+from projection.data.check_files import MAX_ERRORS_SHOWN, verify_data_dir
 
 
 EXAMPLE = "nanoknow data verify --data-dir ../shared/nanoknow-data --json"

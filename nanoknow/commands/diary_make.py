@@ -1,12 +1,15 @@
-"""``nanoknow diary make``: command-line flags for :mod:`nanoknow.diary.make`."""
+"""``nanoknow diary make``: command-line flags for :mod:`projection.diary.generator`."""
 
 from __future__ import annotations
 
-from projection.diary.files import DEFAULT_ROWS_PER_SHARD, write_diary_set
-from projection.diary.generator import DEFAULT_SEED, check_num_diarists, generate_diary_set
 import argparse
-from projection.diary.generator import DEFAULT_SEED, check_num_diarists, generate_diary_set
+import logging
+
+from nanoknow_common.errors import NanoKnowInputError
 from projection.diary.files import DEFAULT_ROWS_PER_SHARD, write_diary_set
+from projection.diary.generator import DEFAULT_SEED, check_num_diarists, generate_diary_set
+
+log = logging.getLogger(__name__)
 
 
 EXAMPLE = "nanoknow diary make --diarists 8000 --seed 1234 --out data/diary-8k"

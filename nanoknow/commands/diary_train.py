@@ -10,7 +10,7 @@ from pathlib import Path
 from projection.diary.files import VARIANT_FOLDERS
 import argparse
 import json
-from nanoknow.diary.train import TASK_MAX_GEN_TOKS, eval_command, load_training_data, log, recall_check, train_model
+from nanoknow.diary.train import TASK_MAX_GEN_TOKS, eval_command, load_training_data, recall_check, train_model
 
 
 log = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ from pathlib import Path
 import argparse
 import json
 import os
-from nanoknow.demo.sample_corpus import load_data_dir_questions, load_embedded_questions, log, make_sample_corpus
+from nanoknow.demo.sample_corpus import load_data_dir_questions, load_embedded_questions, make_sample_corpus
 
 
 log = logging.getLogger(__name__)
