@@ -18,6 +18,9 @@ DISTRACTOR_COUNTS = (1, 2, 4, 8)
 POSITIONS = ("first", "middle", "last")
 #: Conditions in report order.
 CONDITIONS = ("closedbook", "oracle", "original", "distractors")
+#: Exposure subsets of the supported split (need the evaluated checkpoint's exposure) and their conditions.
+EXPOSURES = ("seen", "unseen")
+EXPOSURE_CONDITIONS = ("closedbook", "oracle")
 
 _PAPER_NAMES = {"closedbook": "closed-book", "oracle": "oracle", "original": "original context"}
 
@@ -36,11 +39,13 @@ class TaskSpec:
     condition: str  # closedbook | oracle | original | distractors
     k: int | None = None
     position: str | None = None
+    #: ``seen`` / ``unseen``: the supported questions whose evidence the checkpoint did / did not read
+    exposure: str | None = None
 
     @property
     def name(self) -> str:
-        """The lm-eval task name, e.g. ``nanoknow_nq_supported_distractors_k2_middle``."""
-        base = f"nanoknow_{self.dataset}_{self.split}_{self.condition}"
+        """The lm-eval task name, e.g. ``nanoknow_nq_supported_distractors_k2_middle``, ``nanoknow_nq_seen_oracle``."""
+        base = f"nanoknow_{self.dataset}_{self.exposure or self.split}_{self.condition}"
         return f"{base}_k{self.k}_{self.position}" if self.condition == "distractors" else base
 
     @property
@@ -51,9 +56,15 @@ class TaskSpec:
         return _PAPER_NAMES[self.condition]
 
     @property
+    def group(self) -> str:
+        """What the task's rows are: ``supported``, ``unsupported``, ``seen`` or ``unseen``."""
+        return self.exposure or self.split
+
+    @property
     def sort_key(self) -> tuple:
-        """Dataset, supported first, condition order, k, position order."""
-        return (self.dataset, self.split != "supported", CONDITIONS.index(self.condition), self.k or 0,
+        """Dataset, supported then unsupported then seen/unseen, condition order, k, position order."""
+        order = ("supported", "unsupported", *EXPOSURES).index(self.group)
+        return (self.dataset, order, CONDITIONS.index(self.condition), self.k or 0,
                 POSITIONS.index(self.position) if self.position else 0)
 
 
@@ -67,7 +78,12 @@ def all_task_specs() -> list[TaskSpec]:
     return specs
 
 
-_NAME = re.compile(r"^nanoknow_(?P<dataset>[a-z0-9]+)_(?P<split>supported|unsupported)_"
+def exposure_task_specs() -> list[TaskSpec]:
+    """The exposure tasks: seen/unseen supported questions, closed-book and with the oracle."""
+    return [TaskSpec(d, "supported", c, exposure=e) for d in DATASETS for e in EXPOSURES for c in EXPOSURE_CONDITIONS]
+
+
+_NAME = re.compile(r"^nanoknow_(?P<dataset>[a-z0-9]+)_(?P<split>supported|unsupported|seen|unseen)_"
                    r"(?:(?P<plain>closedbook|oracle|original)|distractors_k(?P<k>\d+)_(?P<position>[a-z]+))$")
 
 
@@ -76,6 +92,10 @@ def parse_task_name(name: str) -> TaskSpec | None:
     match = _NAME.match(name)
     if not match:
         return None
+    if match["split"] in EXPOSURES:
+        if match["plain"] not in EXPOSURE_CONDITIONS:
+            return None
+        return TaskSpec(match["dataset"], "supported", match["plain"], exposure=match["split"])
     if match["plain"]:
         return TaskSpec(match["dataset"], match["split"], match["plain"])
     k, position = int(match["k"]), match["position"]

@@ -170,12 +170,14 @@ def _distractors(corpus: Corpus, source: _DistractorSource, questions: list[Ques
     return chosen
 
 
-def _rows(questions: list[Question], oracles: dict, distractors: dict, contexts: dict[str, str] | None) -> pa.Table:
+def _rows(questions: list[Question], oracles: dict, distractors: dict, contexts: dict[str, str] | None,
+          qrels: dict[str, list[str]]) -> pa.Table:
     rows = [{
         "qid": q.qid, "question": q.question, "answers": list(q.answers),
         "answer_frequency": q.answer_frequency, "split": q.split,
         "oracle": oracles.get(q.qid), "distractors": distractors.get(q.qid, []),
         "original_context": contexts.get(q.qid) if contexts else None,
+        "qrels_shards": [parse_doc_id(d)[0] for d in qrels.get(q.qid, [])] if q.split == "supported" else [],
     } for q in questions]
     return pa.Table.from_pylist(rows, schema=built_layout.SCHEMA)
 
@@ -225,12 +227,12 @@ def build(data_dir: Path, settings: BuildSettings, out: Path, *, progress: bool 
             distractors = _distractors(corpus, source, chunk, qrels, settings)
         except NanoKnowInputError as err:
             raise _with_qrels_context(err, qrels_file) from err
-        built_layout.write_split(_rows(chunk, oracles, distractors, contexts), chunk_file)
+        built_layout.write_split(_rows(chunk, oracles, distractors, contexts, qrels), chunk_file)
 
     tables = [pq.read_table(work / f"supported-{n:05d}.parquet") for n in range(len(chunks))]
-    supported_table = pa.concat_tables(tables) if tables else _rows([], {}, {}, None)
+    supported_table = pa.concat_tables(tables) if tables else _rows([], {}, {}, None, qrels)
     built_layout.write_split(supported_table, built_layout.split_path(out, settings.dataset, settings.corpus_dir, "supported"))
-    built_layout.write_split(_rows(questions["unsupported"], {}, {}, contexts),
+    built_layout.write_split(_rows(questions["unsupported"], {}, {}, contexts, qrels),
                               built_layout.split_path(out, settings.dataset, settings.corpus_dir, "unsupported"))
     without_oracle = supported_table.column("oracle").null_count
     short = sum(1 for d in supported_table.column("distractors").to_pylist() if len(d) < settings.num_distractors)

@@ -43,6 +43,7 @@ SCHEMA = pa.schema([
     ("oracle", ORACLE),                     # null for unsupported rows and unanswerable ones
     ("distractors", pa.list_(PASSAGE)),     # documents with no gold answer, best first
     ("original_context", pa.string()),      # SQuAD's own paragraph; null for other datasets
+    ("qrels_shards", pa.list_(pa.int32())),  # shard of each qrels document, file order (exposure)
 ])
 
 
