@@ -76,3 +76,46 @@ def test_exposure_from_a_checkpoint_meta_selects_by_its_loader_position(data_dir
 def test_exposure_metadata_errors_are_clear(data_dir):
     with pytest.raises(NanoKnowInputError, match="shards_seen"):
         load_question_split("nq", "supported", "unseen", data_dir=str(data_dir), shards_seen="many")
+
+
+@pytest.mark.slow
+def test_report_splits_by_each_checkpoints_exposure_and_draws_training_dynamics(run, data_dir, tmp_path):
+    """One nanochat run saved at two steps (loader at shard 1, then at shard 7): ``nanoknow report``
+    takes each step's exposure from the checkpoint's own meta and splits the same questions."""
+    from nanochat_adapter.tiny_checkpoints import write_tiny_checkpoint
+
+    folder = tmp_path / "run"
+    for step, pq_idx in ((100, 1), (200, 7)):
+        write_tiny_checkpoint(folder, generation="2026-03-14", seed=0, step=step)
+        meta_file = folder / f"meta_{step:06d}.json"
+        meta = json.loads(meta_file.read_text())
+        meta["dataloader_state_dict"] = {"pq_idx": pq_idx, "rg_idx": 0, "epoch": 1}
+        meta_file.write_text(json.dumps(meta))
+    results = tmp_path / "results"
+    for step in (100, 200):
+        run(["lm_eval", "--model", "nanochat", "--model_args", f"pretrained={folder},step={step},max_gen_toks=4",
+             "--tasks", "nanoknow_nq_supported_closedbook", "--device", "cpu", "--output_path",
+             str(results / f"step{step}"), "--log_samples", "--metadata", json.dumps({"data_dir": str(data_dir)})],
+            timeout=600)
+    out = tmp_path / "report"
+    run(["nanoknow", "report", str(results / "step100"), str(results / "step200"), "--out", str(out)])
+    import csv
+
+    from projection.exposure import resolve_exposure
+
+    exposure_rows = list(csv.DictReader(open(out / "exposure.csv")))
+    dynamics = list(csv.DictReader(open(out / "training_dynamics.csv")))
+    assert (out / "exposure.png").is_file() and (out / "training_dynamics.png").is_file()
+    assert (out / "frequency_read.png").is_file()
+    for step in (100, 200):
+        exposure = resolve_exposure({"exposure_from": str(folder), "exposure_step": step})
+        first = {q: min(int(d.split("_")[1]) for d in docs) for q, docs in QRELS.items()}
+        seen = sum(f < exposure.shards_surely_read for f in first.values())
+        unseen = sum(f >= exposure.shards_possibly_read for f in first.values())
+        mine = [r for r in dynamics if int(r["step"]) == step]
+        assert {r["questions"]: int(r["n"]) for r in mine} == {"read by this step": seen, "not yet read": unseen}
+        model_rows = [r for r in exposure_rows if f"step{step}" in r["model"]]
+        assert {r["status"]: int(r["n"]) for r in model_rows if r["status"] != "uncertain"} == \
+            {"seen": seen, "unseen": unseen}
+    steps = {int(r["step"]): int(r["n"]) for r in dynamics if r["questions"] == "read by this step"}
+    assert steps[200] > steps[100]  # later checkpoints have read more of the questions' evidence

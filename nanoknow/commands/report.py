@@ -15,10 +15,17 @@ def add_arguments(parser) -> None:
                         help="lm-eval --output_path folders (or one model folder in them), run with --log_samples")
     parser.add_argument("--out", type=Path, required=True, help="folder for summary.md/.csv and the figures")
     parser.add_argument("--judge-cache", default=None, help="llm_judge cache file (default: the judge's default)")
+    exposure = parser.add_argument_group("exposure (split supported questions into seen/unseen)")
+    exposure.add_argument("--shards-seen", type=int, help="shards shard_00000.. every evaluated checkpoint read")
+    exposure.add_argument("--tokens-read", type=int, help="or tokens read from the corpus")
+    exposure.add_argument("--exposure-from", help="or a nanochat checkpoint folder / exposure JSON")
+    exposure.add_argument("--exposure-step", type=int, help="step of --exposure-from (default its latest)")
 
 
 def run(args) -> int:
-    report = write_report(args.results, args.out, judge_cache=args.judge_cache)
+    stated = {k: getattr(args, k) for k in ("shards_seen", "tokens_read", "exposure_from", "exposure_step")
+              if getattr(args, k) is not None}
+    report = write_report(args.results, args.out, judge_cache=args.judge_cache, exposure=stated or None)
     print(f"report: {report.files['summary.md']}")
     for name, reason in report.skipped.items():
         print(f"skipped {name}: {reason}")

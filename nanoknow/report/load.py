@@ -31,6 +31,7 @@ class TaskRun:
     samples_file: Path | None
     reported: dict = field(default_factory=dict)  # lm-eval's own numbers, for a cross-check only
     older_runs: int = 0  # how many older results files also had this task
+    task_config: dict = field(default_factory=dict)  # the task's config in that results file (metadata...)
 
     def samples(self) -> list[dict]:
         """The logged samples (one dict per doc), in file order."""
@@ -57,6 +58,11 @@ class ModelRuns:
     tasks: dict[str, TaskRun]
     other_tasks: list[str] = field(default_factory=list)  # non-NanoKnow tasks, ignored
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def task_configs(self) -> dict:
+        """Task name -> its config as lm-eval recorded it."""
+        return {name: run.task_config for name, run in self.tasks.items()}
 
 
 def _model_name(results: dict, folder: Path) -> str:
@@ -100,7 +106,9 @@ def load_model_folder(folder: Path) -> ModelRuns:
                 runs.tasks[name].older_runs += 1
                 continue
             samples = folder / f"samples_{name}_{stamp}.jsonl"
-            runs.tasks[name] = TaskRun(info, path, samples if samples.is_file() else None, dict(reported))
+            config = (data.get("configs") or {}).get(name)
+            runs.tasks[name] = TaskRun(info, path, samples if samples.is_file() else None, dict(reported),
+                                       task_config=config if isinstance(config, dict) else {})
     runs.other_tasks = sorted(other - set(runs.tasks))
     repeated = sorted(n for n, t in runs.tasks.items() if t.older_runs)
     if repeated:

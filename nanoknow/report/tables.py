@@ -31,10 +31,16 @@ class TaskScores:
     frequencies: list
     llm_judge: list[float] | None = None
     judge_note: str | None = None
+    samples: list[dict] | None = None
 
     @property
     def info(self) -> TaskSpec:
         return self.run.info
+
+    @property
+    def values(self) -> list[float]:
+        """The per-sample answer-match scores (the paper's "exact match")."""
+        return self.exact_match
 
 
 def score_runs(runs: list[ModelRuns], judge_cache: str | None = None) -> tuple[list[TaskScores], list[str]]:
@@ -50,7 +56,7 @@ def score_runs(runs: list[ModelRuns], judge_cache: str | None = None) -> tuple[l
                 continue
             where = str(run.samples_file)
             task = TaskScores(model_runs.model, run, exact_match_values(samples, where),
-                              [(s.get("doc") or {}).get("answer_frequency") for s in samples])
+                              [(s.get("doc") or {}).get("answer_frequency") for s in samples], samples=samples)
             task.llm_judge, task.judge_note = judge_values(samples, judge_cache)
             if task.judge_note:
                 notes.append(f"{model_runs.model}: {name}: llm_judge left out: {task.judge_note}")
@@ -85,7 +91,7 @@ def summary_rows(tasks: list[TaskScores]) -> list[dict]:
             metrics.append(("llm_judge", task.llm_judge))
         for metric, values in metrics:
             reported = task.run.reported.get(f"{metric},none")
-            rows.append({"model": task.model, "dataset": info.dataset, "split": info.split,
+            rows.append({"model": task.model, "dataset": info.dataset, "split": info.group,
                          "condition": info.condition, "paper_condition": info.paper_condition,
                          "k": info.k if info.k is not None else "", "position": info.position or "",
                          "task": info.name, "metric": metric, **_score_fields(score(values)),
@@ -99,7 +105,7 @@ def frequency_rows(tasks: list[TaskScores]) -> tuple[list[dict], list[str]]:
     rows, notes = [], []
     for task in tasks:
         info = task.info
-        if info.condition not in FREQUENCY_CONDITIONS:
+        if info.condition not in FREQUENCY_CONDITIONS or info.exposure:
             continue
         base = {"model": task.model, "dataset": info.dataset, "split": info.split, "condition": info.condition,
                 "paper_condition": info.paper_condition, "task": info.name}
@@ -127,7 +133,7 @@ def distractor_rows(tasks: list[TaskScores]) -> list[dict]:
     datasets = {(t.model, t.info.dataset) for t in tasks if t.info.condition == "distractors"}
     for task in tasks:
         info = task.info
-        if (task.model, info.dataset) not in datasets or info.split != "supported":
+        if (task.model, info.dataset) not in datasets or info.split != "supported" or info.exposure:
             continue
         if info.condition == "oracle":
             k, position = 0, "none (oracle only)"

@@ -34,6 +34,10 @@ class ReportSummary:
     summary: list[dict] = field(default_factory=list)
     frequency: list[dict] = field(default_factory=list)
     distractors: list[dict] = field(default_factory=list)
+    exposure: list[dict] = field(default_factory=list)
+    frequency_read: list[dict] = field(default_factory=list)
+    dynamics: list[dict] = field(default_factory=list)
+    exposures: dict[str, str] = field(default_factory=dict)  # model -> its exposure, described
 
 
 def write_csv(path: Path, rows: list[dict]) -> None:
@@ -57,12 +61,31 @@ def _distractor_skip(rows: list[dict]) -> str | None:
     return None
 
 
-def write_report(result_dirs: list[Path], out: Path, *, judge_cache: str | None = None) -> ReportSummary:
+def _exposure_skip(rows: list[dict]) -> str | None:
+    if not any(r["n"] for r in rows):
+        return ("no supported task of a model with a known exposure (give --shards-seen/--tokens-read/"
+                "--exposure-from, or evaluate a local nanochat checkpoint)")
+    return None
+
+
+def _dynamics_skip(rows: list[dict]) -> str | None:
+    if not rows:
+        return "needs result folders of one nanochat run at two or more steps (pretrained=DIR,step=N)"
+    return None
+
+
+def write_report(result_dirs: list[Path], out: Path, *, judge_cache: str | None = None,
+                 exposure: dict | None = None) -> ReportSummary:
     """Read lm-eval output folders and write the report into ``out``; return what was written.
 
     Raises :class:`nanoknow_common.errors.NanoKnowInputError` for a path that is not an lm-eval
     output folder. ``judge_cache``: the ``llm_judge`` SQLite cache (default: the judge's own).
+    ``exposure``: the evaluated checkpoints' exposure for every model (``shards_seen``,
+    ``tokens_read`` or ``exposure_from``); otherwise each model's own (see
+    :mod:`nanoknow.report.exposure`).
     """
+    from nanoknow.report import exposure as exposure_views
+    from nanoknow.report import exposure_plots
     from nanoknow.report import plots as report_plots
 
     runs = load_runs([Path(p) for p in result_dirs])
@@ -80,8 +103,20 @@ def write_report(result_dirs: list[Path], out: Path, *, judge_cache: str | None 
     report.frequency, notes = frequency_rows(tasks)
     report.notes += notes
     report.distractors = distractor_rows(tasks)
+    model_exposures, notes = exposure_views.resolve_model_exposures(runs, exposure)
+    report.notes += notes
+    report.exposure, notes = exposure_views.exposure_rows(tasks, model_exposures)
+    report.notes += notes
+    for note in notes:
+        log.warning(note)
+    report.frequency_read = exposure_views.frequency_read_rows(tasks, model_exposures)
+    report.dynamics = exposure_views.dynamics_rows(tasks, model_exposures)
+    report.exposures = {m.model: f"{m.exposure.describe()} (from {m.origin})" for m in model_exposures}
     figures = (("frequency", report.frequency, _frequency_skip, report_plots.plot_frequency),
-               ("distractors", report.distractors, _distractor_skip, report_plots.plot_distractors))
+               ("distractors", report.distractors, _distractor_skip, report_plots.plot_distractors),
+               ("exposure", report.exposure, _exposure_skip, exposure_plots.plot_exposure),
+               ("frequency_read", report.frequency_read, _exposure_skip, exposure_plots.plot_frequency_read),
+               ("training_dynamics", report.dynamics, _dynamics_skip, exposure_plots.plot_dynamics))
     for name, rows, skip, plot in figures:
         reason = skip(rows)
         if reason:
@@ -133,11 +168,29 @@ def render_markdown(report: ReportSummary, runs) -> str:
                 line += f" {_pct(judge[0]) if judge else '-'} |"
             lines.append(line)
         lines.append("")
+    if report.exposures:
+        lines += ["## Exposure", "", "Supported questions split by what each checkpoint read: *seen* when a qrels "
+                  "document lies in a shard the checkpoint surely read, *unseen* when none lies in a shard it "
+                  "possibly read (exposure counts documents read, not remembered).", ""]
+        lines += [f"- {model}: {text}" for model, text in report.exposures.items()] + [""]
+        if report.exposure:
+            lines += ["| model | task | seen % [95% CI] (n) | unseen % [95% CI] (n) |", "|---|---|---|---|"]
+            for model, task in dict.fromkeys((r["model"], r["task"]) for r in report.exposure):
+                cells = {r["status"]: r for r in report.exposure if r["model"] == model and r["task"] == task}
+                lines.append(f"| {model} | `{task}` | " + " | ".join(
+                    f"{_pct(cells[s])} ({cells[s]['n']})" if s in cells else "-" for s in ("seen", "unseen")) + " |")
+            lines.append("")
     lines += ["## Figures", ""]
     for name, caption in (("frequency.png", "Exact match per answer-frequency bucket (qrels documents; "
                            "supported questions), unsupported questions as horizontal lines. Data: frequency.csv."),
                           ("distractors.png", "Exact match against the number of distractors k per oracle "
-                           "position; k = 0 is the oracle alone. Data: distractors.csv.")):
+                           "position; k = 0 is the oracle alone. Data: distractors.csv."),
+                          ("exposure.png", "Supported questions the checkpoint read (seen) vs not (unseen). "
+                           "Data: exposure.csv."),
+                          ("frequency_read.png", "Accuracy by answer documents in the corpus (capped by BM25's "
+                           "top-k) and by those the checkpoint read. Data: frequency_read.csv."),
+                          ("training_dynamics.png", "Accuracy against training step for questions whose first "
+                           "evidence shard was read by that step vs not yet. Data: training_dynamics.csv.")):
         if name in report.skipped:
             lines += [f"- `{name}` skipped: {report.skipped[name]}"]
         else:
