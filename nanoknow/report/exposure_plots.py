@@ -24,6 +24,16 @@ def _grid(rows, title, width=5.0):
     return fig, axes, models, datasets
 
 
+def _finish(ax, title: str, first_column: bool, xlabel: str | None = None, ylim=(-3, 105)) -> None:
+    ax.set_ylim(*ylim)
+    if xlabel:
+        ax.set_xlabel(xlabel)
+    ax.set_title(title, fontsize=9)
+    if first_column:
+        ax.set_ylabel("has_answer (%)")
+    ax.legend(fontsize=7, frameon=False)
+
+
 def plot_exposure(rows: list[dict]):
     """Grouped bars: has_answer (%) of seen / uncertain / unseen supported questions per condition."""
     fig, axes, models, datasets = _grid(rows, "Supported questions split by what the checkpoint read\n"
@@ -43,10 +53,7 @@ def plot_exposure(rows: list[dict]):
                 ax.bar(xs, [b["accuracy_pct"] for b in shown], width=0.25, color=STATUS_STYLE[status],
                        yerr=_err(shown), capsize=3, label=f"{status} (n={'/'.join(str(b['n']) for b in shown)})")
             ax.set_xticks(range(len(conditions)), [CONDITION_STYLE[c][0] for c in conditions])
-            ax.set_ylim(0, 105)
-            ax.set_title(f"{model} - {dataset}", fontsize=9)
-            ax.set_ylabel("has_answer (%)") if j == 0 else None
-            ax.legend(fontsize=7, frameon=False)
+            _finish(ax, f"{model} - {dataset}", j == 0, ylim=(0, 105))
     fig.tight_layout()
     return fig
 
@@ -70,11 +77,7 @@ def plot_frequency_read(rows: list[dict]):
                                 yerr=_err(points), color=color, marker=marker, linestyle=line, capsize=3,
                                 label=f"{CONDITION_STYLE[condition][0]}, {axis}")
             ax.set_xticks(range(len(labels)), labels, fontsize=8)
-            ax.set_ylim(-3, 105)
-            ax.set_xlabel("answer documents")
-            ax.set_title(f"{model} - {dataset}", fontsize=9)
-            ax.set_ylabel("has_answer (%)") if j == 0 else None
-            ax.legend(fontsize=7, frameon=False)
+            _finish(ax, f"{model} - {dataset}", j == 0, "answer documents")
     fig.tight_layout()
     return fig
 
@@ -99,10 +102,6 @@ def plot_dynamics(rows: list[dict]):
                         ax.errorbar([r["step"] for r in points], [r["accuracy_pct"] for r in points],
                                     yerr=_err(points), color=CONDITION_STYLE[condition][1], linestyle=line,
                                     marker="o", capsize=3, label=f"{CONDITION_STYLE[condition][0]}, {label}")
-            ax.set_xlabel("training step")
-            ax.set_ylim(-3, 105)
-            ax.set_title(f"{run} - {dataset}", fontsize=9)
-            ax.set_ylabel("has_answer (%)") if j == 0 else None
-            ax.legend(fontsize=7, frameon=False)
+            _finish(ax, f"{run} - {dataset}", j == 0, "training step")
     fig.tight_layout()
     return fig
