@@ -139,22 +139,19 @@ def check_run_params(work: Path, params: dict, resume: bool) -> None:
 def run_stage1(args, questions: list[Question], chunks: list[list[Question]], path: Path) -> dict[int, list[dict]]:
     from tqdm import tqdm
 
-    from projection import lucene
-    from projection.corpus import Corpus
-    from projection.retrieval import CorpusTexts, IndexTexts, stage1
+    from projection.retrieval import stage1
+    from projection.stage1.retrievers import open_retriever
 
     done = read_chunks(path)
     todo = [i for i in range(len(chunks)) if i not in done]
     if not todo:
         return done
-    searcher = lucene.open_searcher(args.index)
-    source = CorpusTexts(Corpus(args.corpus, text_column=args.text_column)) if args.corpus \
-        else IndexTexts(searcher, threads=args.threads)
-    for i in tqdm(todo, desc="stage 1 (BM25 + answer match)", unit="chunk"):
-        records = stage1(searcher, source, chunks[i], k=args.top_k, threads=args.threads,
-                         window_words=args.window_words)
-        append_chunk(path, i, records)
-        done[i] = records
+    with open_retriever(args) as (searcher, source):
+        for i in tqdm(todo, desc="stage 1 (BM25 + answer match)", unit="chunk"):
+            records = stage1(searcher, source, chunks[i], k=args.top_k, threads=args.threads,
+                             window_words=args.window_words)
+            append_chunk(path, i, records)
+            done[i] = records
     return done
 
 
@@ -247,11 +244,9 @@ def project(args: argparse.Namespace) -> dict:
     for name in ("top_k", "chunk_size", "window_words", "threads"):
         if getattr(args, name) < 1:
             raise NanoKnowInputError("must be at least 1", field="--" + name.replace("_", "-"))
-    from projection import lucene
+    from projection.stage1 import retrievers
 
-    lucene.check_index_dir(args.index)
-    if args.corpus is None:
-        log.info("no --corpus: document texts will be read from the index (it must store raw documents)")
+    retrievers.check_args(args)
     corpus_dir = args.corpus_name
     out_dir = Path(args.out) / args.dataset / corpus_dir
     work = out_dir / WORK_DIR
@@ -286,7 +281,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     src.add_argument("--dataset", required=True, help="dataset name used in output names (nq, squad, ...)")
     src.add_argument("--limit", type=int, default=None, help="only the first N questions")
     cor = parser.add_argument_group("corpus and index")
-    cor.add_argument("--index", required=True, type=Path, help="Lucene index (nanoknow index, or the released one)")
+    cor.add_argument("--index", type=Path, help="Lucene index (nanoknow index, or the released one)")
     cor.add_argument("--corpus", default=None,
                      help="parquet corpus (dir, hf://, s3://, https://) to read texts from; default: the index's raw docs")
     cor.add_argument("--corpus-name", default="fineweb-edu",
@@ -295,13 +290,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     cor.add_argument("--top-k", type=int, default=100, help="BM25 hits per question (default 100)")
     cor.add_argument("--threads", type=int, default=max(1, min(8, os.cpu_count() or 1)), help="search threads")
     cor.add_argument("--window-words", type=int, default=200, help="words in the passage window (default 200)")
+    from projection.stage1 import retrievers
+
+    retrievers.add_arguments(cor)
     ver = parser.add_argument_group("verification")
     ver.add_argument("--verifier", choices=["hf", "openai", "vllm", "none"], default="hf",
                      help="LLM judge backend; none = answer matching only (default hf)")
     ver.add_argument("--model", default=None, help="judge model (hf: folder or Hub id; default the bundled SmolLM2)")
     ver.add_argument("--gguf-file", default=None, help="GGUF file inside --model's folder (hf)")
     ver.add_argument("--base-url", default=None, help="OpenAI-compatible server (default env OPENAI_BASE_URL)")
-    ver.add_argument("--concurrency", type=int, default=8, help="concurrent requests (openai)")
+    ver.add_argument("--concurrency", type=int, default=8, help="concurrent requests (openai judge, rest retriever)")
     ver.add_argument("--device", default="cpu", help="torch device (hf)")
     ver.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"],
                      help="weights' dtype (hf; bfloat16 is several times faster on CPUs with AVX512-BF16)")
