@@ -129,11 +129,12 @@ def main():
         server.wait(30)
     ratios = [s / t for s, t in zip(times["service"], times["local"])]
     n = len(questions)
+    found = sum(len(r["candidates"]) for r in outputs["local"])
     local_t, service_t = statistics.median(times["local"]), statistics.median(times["service"])
     print(f"stage 1 on {n} questions (top {args.top_k}, texts from {args.texts}), {os.cpu_count()} cores, "
           f"{args.runs} runs: local {n / local_t:.0f} q/s (median {local_t:.2f}s), service {n / service_t:.0f} "
           f"requests/s (median {service_t:.2f}s, concurrency {args.concurrency}, server threads "
-          f"{args.server_threads}); identical records; candidates {sum(len(r['candidates']) for r in outputs['local'])}")
+          f"{args.server_threads}); identical records; candidates {found}")
     print(f"service_overhead={statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})")
 
 

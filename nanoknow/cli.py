@@ -20,7 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "data verify": ("projection.verify", "validate a NanoKnow data directory and print counts"),
     "make-sample-corpus": ("projection.sample_corpus", "write a small FineWeb-like corpus with planted answers"),
     "index": ("projection.indexing", "build a Lucene BM25 index over parquet shards"),
-    "serve-index": ("projection.index.serve_cli", "serve a Lucene index over HTTP (BM25 as a service for `project --retriever rest`)"),
+    "serve-index": ("projection.index.serve_cli", "serve a Lucene index over HTTP (for project --retriever rest)"),
     "project": ("projection.pipeline", "project a QA benchmark onto a corpus (BM25, matching, LLM verification)"),
     "build": ("projection.build", "build NanoKnow datasets with oracle and distractor passages"),
     "publish": ("projection.publish", "write (and upload) built datasets in the Hugging Face Hub layout"),

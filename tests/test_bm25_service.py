@@ -282,7 +282,8 @@ def test_retries_honour_retry_after_on_429_and_survive_503s(monkeypatch):
     assert 1.0 <= elapsed < 8  # waited the second Retry-After asked for, not the 0.05 s backoff
     [record] = records
     assert record["qid"] == "q1" and record["hits"] == 3
-    assert [(c["doc_id"], c["rank"], c["bm25_score"]) for c in record["candidates"]] == [("d1", 1, 7.5), ("d2", 2, 3.25)]
+    ranked = [(c["doc_id"], c["rank"], c["bm25_score"]) for c in record["candidates"]]
+    assert ranked == [("d1", 1, 7.5), ("d2", 2, 3.25)]
     assert record["candidates"][1]["passage"] == "The Louvre in Paris opened in 1793."
     paths = [path for path, _ in scripted.seen]
     assert sum("/search?" in p for p in paths) == 2 and paths.count("/v1/scripted/doc/d2") == 3

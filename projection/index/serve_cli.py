@@ -17,7 +17,8 @@ EXAMPLE = ("NANOKNOW_INDEX_TOKEN=$(python -c 'import secrets; print(secrets.toke
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--index", required=True, type=Path, help="Lucene index folder (nanoknow index, or the released one)")
+    parser.add_argument("--index", required=True, type=Path,
+                        help="Lucene index folder (nanoknow index, or the released one)")
     parser.add_argument("--name", default=None,
                         help="index name in the URLs, /v1/NAME/search (default: the index folder's name)")
     parser.add_argument("--corpus", default=None,

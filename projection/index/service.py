@@ -27,8 +27,8 @@ import ipaddress
 import json
 import logging
 import os
-import re
 import queue
+import re
 import socket
 import threading
 import time
@@ -435,8 +435,9 @@ def open_service(settings: ServiceSettings) -> tuple[IndexService, str | None]:
     token = check_settings(settings)
     name = index_name(settings)
     corpus = Corpus(settings.corpus, text_column=settings.text_column) if settings.corpus else None
-    service = IndexService(lambda: lucene.open_searcher(settings.index), name, corpus=corpus, max_hits=settings.max_hits,
-                           max_query_chars=settings.max_query_chars, threads=settings.threads)
+    service = IndexService(lambda: lucene.open_searcher(settings.index), name, corpus=corpus,
+                           max_hits=settings.max_hits, max_query_chars=settings.max_query_chars,
+                           threads=settings.threads)
     if service.texts_from is None:
         log.warning("the index stores no raw documents and no --corpus was given: searches return ids and "
                     "scores only, and clients need their own copy of the corpus")

@@ -129,7 +129,7 @@ class RestSearcher:
         self.keep_texts = keep_texts
         self.progress = progress
         self.retried = 0  # requests retried, for logs and tests
-        self._texts: dict[str, str] = {}  # texts that came with the hits of the last batch
+        self.last_texts: dict[str, str] = {}  # texts that came with the hits of the last batch
         self._local = threading.local()
         self._sessions: list[requests.Session] = []
         self._lock = threading.Lock()
@@ -242,22 +242,24 @@ class RestSearcher:
         """Like ``LuceneSearcher.search``: the top ``k`` hits of one query."""
         return self.search_one(q, k)[0]
 
-    def batch_search(self, queries: list[str], qids: list[str], k: int = 10, threads: int = 1) -> dict[str, list[RestHit]]:
+    def batch_search(self, queries: list[str], qids: list[str], k: int = 10,
+                     threads: int = 1) -> dict[str, list[RestHit]]:
         """Like ``LuceneSearcher.batch_search``; ``threads`` is ignored (``concurrency`` requests run at once).
 
-        Keeps the texts that came with the hits for :class:`RestTexts` (replacing the previous batch's)."""
+        Keeps the texts that came with the hits in ``last_texts`` for :class:`RestTexts` (replacing
+        the previous batch's)."""
         from tqdm import tqdm
 
         futures = [self._pool.submit(self.search_one, q, k, qid=qid) for q, qid in zip(queries, qids)]
         out: dict[str, list[RestHit]] = {}
-        self._texts = {}
+        self.last_texts = {}
         try:
             for qid, future in zip(qids, tqdm(futures, desc="BM25 requests", unit="q", leave=False,
                                               disable=not self.progress or len(futures) < 2)):
                 hits, texts = future.result()
                 out[qid] = hits
                 if self.keep_texts:
-                    self._texts.update(texts)
+                    self.last_texts.update(texts)
         except BaseException:
             for future in futures:
                 future.cancel()
@@ -290,7 +292,7 @@ class RestTexts:
         self.searcher = searcher
 
     def texts(self, doc_ids: list[str]) -> dict[str, str]:
-        have = self.searcher._texts
+        have = self.searcher.last_texts
         missing = [d for d in dict.fromkeys(doc_ids) if d not in have]
         fetched = dict(zip(missing, self.searcher._pool.map(self.searcher.fetch_text, missing))) if missing else {}
         out = {}
