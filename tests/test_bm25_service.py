@@ -150,6 +150,11 @@ def test_rest_projection_is_byte_identical_to_the_local_index(built, server):
     for name, data in rest_files.items():
         assert TOKEN.encode() not in data, f"the token leaked into {name}"
     assert TOKEN not in server.log()
+    # with --corpus the client reads texts from its own parquet copy: the same stage 1
+    own_texts = built["root"] / "rest-own-corpus"
+    run_command(project_args(built["questions"], own_texts, *rest_args(server.url), "--corpus", str(built["corpus"]),
+                             "--verifier", "none", "--chunk-size", "30"), env={"PYSERINI_API_TOKEN": TOKEN})
+    assert (own_texts / work / "stage1.jsonl").read_bytes() == local_files[work + "stage1.jsonl"]
 
 
 def test_token_is_required_and_the_client_names_its_variable(built, server, tmp_path):
