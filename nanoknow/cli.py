@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "diary make": ("nanoknow.commands.diary_make", "generate the diary knowledge-extent benchmark"),
     "diary train": ("nanoknow.commands.diary_train", "train a tiny nanochat model on a diary set (CPU recipe)"),
     "exposure": ("nanoknow.commands.exposure", "split questions by what a checkpoint read (seen/unseen, frequency read)"),
+    "serve-index": ("nanoknow.commands.serve_index", "serve a Lucene index over HTTP (for project --retriever rest)"),
 }
 
 log = logging.getLogger("nanoknow")

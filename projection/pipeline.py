@@ -44,8 +44,8 @@ class ProjectSettings:
     """
 
     dataset: str
-    index: Path
     out: Path
+    index: Path | None = None
     questions: Path | None = None
     data_dir: Path | None = None
     questions_from: str = "fineweb-edu"
@@ -69,6 +69,14 @@ class ProjectSettings:
     verify: str = "all"
     chunk_size: int = 500
     resume: bool = False
+    #: ``lucene`` (search ``index`` here) or ``rest`` (a BM25 service: ``rest_url``, ``rest_index``;
+    #: its bearer token from the environment variable ``rest_token_env``)
+    retriever: str = "lucene"
+    rest_url: str | None = None
+    rest_index: str | None = None
+    rest_token_env: str = "PYSERINI_API_TOKEN"
+    rest_timeout: float = 60.0
+    rest_retries: int = 5
 
 
 # -- inputs --------------------------------------------------------------------------------
@@ -175,22 +183,19 @@ def check_run_params(work: Path, params: dict, resume: bool) -> None:
 def run_stage1(settings: ProjectSettings, questions: list[Question], chunks: list[list[Question]], path: Path) -> dict[int, list[dict]]:
     from tqdm import tqdm
 
-    from projection.index import lucene
-    from projection.corpus.shards import Corpus
-    from projection.stage1.retrieval import CorpusTexts, IndexTexts, stage1
+    from projection.stage1.retrievers import open_retriever
+    from projection.stage1.retrieval import stage1
 
     done = read_chunks(path)
     todo = [i for i in range(len(chunks)) if i not in done]
     if not todo:
         return done
-    searcher = lucene.open_searcher(settings.index)
-    source = CorpusTexts(Corpus(settings.corpus, text_column=settings.text_column)) if settings.corpus \
-        else IndexTexts(searcher, threads=settings.threads)
-    for i in tqdm(todo, desc="stage 1 (BM25 + answer match)", unit="chunk"):
-        records = stage1(searcher, source, chunks[i], k=settings.top_k, threads=settings.threads,
-                         window_words=settings.window_words)
-        append_chunk(path, i, records)
-        done[i] = records
+    with open_retriever(settings) as (searcher, source):
+        for i in tqdm(todo, desc="stage 1 (BM25 + answer match)", unit="chunk"):
+            records = stage1(searcher, source, chunks[i], k=settings.top_k, threads=settings.threads,
+                             window_words=settings.window_words)
+            append_chunk(path, i, records)
+            done[i] = records
     return done
 
 
@@ -291,11 +296,9 @@ def project(settings: ProjectSettings) -> dict:
     for name in ("top_k", "chunk_size", "window_words", "threads"):
         if getattr(settings, name) < 1:
             raise NanoKnowInputError("must be at least 1", field="--" + name.replace("_", "-"))
-    from projection.index import lucene
+    from projection.stage1 import retrievers
 
-    lucene.check_index_dir(settings.index)
-    if settings.corpus is None:
-        log.info("no --corpus: document texts will be read from the index (it must store raw documents)")
+    retrievers.check_settings(settings)
     corpus_dir = settings.corpus_name
     out_dir = Path(settings.out) / settings.dataset / corpus_dir
     work = out_dir / WORK_DIR
