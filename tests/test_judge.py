@@ -85,10 +85,10 @@ def test_prompt_carries_question_references_and_candidate():
 
 # --- configuration ------------------------------------------------------------------------
 
-def test_no_judge_configured_gives_exact_match_only():
+def test_no_judge_configured_gives_has_answer_only():
     assert judge.configure_from_metadata({"data_dir": "/x", "version": 1.0, "pretrained": "m"}) is None
-    assert scoring.process_results(DOCS[0], ["Shakespeare wrote it"]) == {"exact_match": 1.0}
-    assert scoring.process_results(DOCS[1], ["Lyon"]) == {"exact_match": 0.0}
+    assert scoring.process_results(DOCS[0], ["Shakespeare wrote it"]) == {"has_answer": 1.0}
+    assert scoring.process_results(DOCS[1], ["Lyon"]) == {"has_answer": 0.0}
     # a cache location alone does not ask for a judge, and "none" switches it off
     assert judge.configure_from_metadata({"judge_cache": "/tmp/x.sqlite"}) is None
     assert judge.configure_from_metadata({"judge_backend": "none", "judge_model": "m"}) is None
@@ -163,8 +163,8 @@ def test_sample_verdicts_read_logged_samples_from_the_cache(tmp_path):
                                        "judge_base_url": server.base_url, "judge_cache": str(cache)})
         items = _items(["Shakespeare", "Lyon", "Saturn"])
         judge.aggregate_accuracy(items)
-    samples = [{"doc_id": i, "exact_match": 0.0, "llm_judge": item} for i, item in enumerate(items)]
-    samples.append({"doc_id": 3, "exact_match": 1.0})  # a run without the judge
+    samples = [{"doc_id": i, "has_answer": 0.0, "llm_judge": item} for i, item in enumerate(items)]
+    samples.append({"doc_id": 3, "has_answer": 1.0})  # a run without the judge
     verdicts = judge.sample_verdicts(samples, cache_path=str(cache))
     assert [v.correct if v else "missing" for v in verdicts] == [True, False, None, "missing"]
     assert verdicts[2].raw == GARBAGE_REPLY
