@@ -133,21 +133,16 @@ def frequency_rows(tasks: list[TaskScores]) -> tuple[list[dict], list[str]]:
 
 
 def distractor_rows(tasks: list[TaskScores]) -> list[dict]:
-    """Exact match per k and oracle position; the oracle-only task as k = 0 (position ``none``)."""
+    """``has_answer`` per k and oracle position of the distractor grid; k = 0 (the grid passage
+    alone, position ``none (oracle alone)``) is the grid's baseline."""
     rows = []
-    datasets = {(t.model, t.info.dataset) for t in tasks if t.info.condition == "distractors"}
     for task in tasks:
         info = task.info
-        if (task.model, info.dataset) not in datasets or info.split != "supported":
+        if info.condition != "distractors" or info.split != "supported":
             continue
-        if info.condition == "oracle":
-            k, position = 0, "none (oracle only)"
-        elif info.condition == "distractors":
-            k, position = info.k, info.position
-        else:
-            continue
-        rows.append({"model": task.model, "dataset": info.dataset, "k": k, "position": position,
-                     "task": info.name, **_score_fields(score(task.has_answer))})
+        rows.append({"model": task.model, "dataset": info.dataset, "k": info.k,
+                     "position": info.position or K0_POSITION, "task": info.name,
+                     **_score_fields(score(task.has_answer))})
     order = {m: i for i, m in enumerate(dict.fromkeys(t.model for t in tasks))}
     place = {p: i for i, p in enumerate((K0_POSITION, *POSITIONS))}
     rows.sort(key=lambda r: (order[r["model"]], r["dataset"], r["k"], place[r["position"]]))

@@ -19,7 +19,7 @@ _KEY_OWNERS = {"api", "access", "auth", "private", "secret", "openai", "hf", "hu
 #: Words before ``token`` that name a special token of a tokenizer, not a credential
 #: (``add_bos_token`` and ``prefix_token_id`` are ordinary model arguments).
 _SPECIAL_TOKENS = {"bos", "eos", "pad", "unk", "sep", "cls", "mask", "stop", "prefix", "special"}
-ENV_HINT = "NANOKNOW_JUDGE_API_KEY (or OPENAI_API_KEY)"
+ENV_HINT = "NANOKNOW_JUDGE_API_KEY or OPENAI_API_KEY"
 
 
 def looks_like_credential(name: str) -> bool:
@@ -42,4 +42,4 @@ def refuse_credentials(settings: dict | None, *, where: str = "--metadata") -> N
         if isinstance(name, str) and looks_like_credential(name):
             raise NanoKnowInputError(
                 f"looks like a credential, and lm-eval writes {where} settings (and --model_args) into "
-                f"results_*.json: set it in the environment instead ({ENV_HINT} for the judge)", field=name)
+                f"results_*.json: set it in the environment instead (the judge reads {ENV_HINT})", field=name)
