@@ -179,3 +179,25 @@ def test_items_of_another_judge_are_refused(tmp_path):
                                    "judge_cache": "off"})
     with pytest.raises(NanoKnowInputError, match="judge_model"):
         judge.aggregate_accuracy(items)
+
+
+@pytest.mark.parametrize("name", ["judge_api_key", "api_key", "hf_token", "token", "client_secret", "password",
+                                  "OPENAI_API_KEY"])
+def test_credentials_in_metadata_are_refused_without_echoing_them(name, monkeypatch):
+    monkeypatch.setattr(judge, "_config", None)
+    with pytest.raises(NanoKnowInputError, match=f"{name}: looks like a credential.*NANOKNOW_JUDGE_API_KEY") as err:
+        judge.configure_from_metadata({"judge_backend": "openai", "judge_model": "m",
+                                       "judge_base_url": "http://127.0.0.1:9/v1", name: "sk-do-not-echo"})
+    assert "sk-do-not-echo" not in str(err.value)
+    with pytest.raises(NanoKnowInputError, match="judge_options.api_key: looks like a credential"):
+        judge.configure_from_metadata({"judge_backend": "openai", "judge_model": "m", "judge_base_url": "http://x/v1",
+                                       "judge_options": {"api_key": "sk-x"}})
+
+
+def test_ordinary_model_args_are_not_taken_for_credentials(monkeypatch):
+    """lm-eval merges --model_args into the metadata: tokenizer settings must pass."""
+    monkeypatch.setenv("NANOKNOW_JUDGE_API_KEY", "sk-from-env")
+    config = judge.configure_from_metadata({
+        "pretrained": "m", "tokenizer": "t", "add_bos_token": True, "prefix_token_id": 1, "max_gen_toks": 8,
+        "use_fast_tokenizer": True, "judge_backend": "openai", "judge_model": "m", "judge_base_url": "http://x/v1"})
+    assert config.backend_options()["api_key"] == "sk-from-env" and "sk-from-env" not in repr(config)

@@ -36,10 +36,12 @@ def looks_like_credential(name: str) -> bool:
     return False
 
 
-def refuse_credentials(settings: dict | None, *, where: str = "--metadata") -> None:
-    """Raise :class:`NanoKnowInputError` naming the first key-like setting (never its value)."""
+def refuse_credentials(settings: dict | None, *, within: str | None = None) -> None:
+    """Raise :class:`NanoKnowInputError` naming the first key-like setting (never its value);
+    ``within`` names the setting that holds ``settings`` (e.g. ``judge_options``)."""
     for name in (settings or {}):
         if isinstance(name, str) and looks_like_credential(name):
             raise NanoKnowInputError(
-                f"looks like a credential, and lm-eval writes {where} settings (and --model_args) into "
-                f"results_*.json: set it in the environment instead (the judge reads {ENV_HINT})", field=name)
+                "looks like a credential, and lm-eval writes --metadata (and --model_args) into "
+                f"results_*.json: set it in the environment instead (the judge reads {ENV_HINT})",
+                field=f"{within}.{name}" if within else name)

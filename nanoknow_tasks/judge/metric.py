@@ -135,7 +135,7 @@ def _build_config(settings: dict) -> JudgeConfig | None:
     if not model:
         raise NanoKnowInputError(f"the {backend} judge needs a model (e.g. Qwen/Qwen3-14B)", field="judge_model")
     options = _options_setting(settings)
-    refuse_credentials(options, where="judge_options")
+    refuse_credentials(options, within="judge_options")
     secrets = {}
     if backend == "openai":
         base_url = settings.get("judge_base_url") or options.get("base_url") or os.environ.get("OPENAI_BASE_URL")
