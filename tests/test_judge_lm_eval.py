@@ -36,9 +36,11 @@ def test_lm_eval_smollm2_with_openai_judge(run, tmp_path, nanoknow_data_dir, smo
     results, samples = _outputs(tmp_path / "out")
     task = results["results"][TASK]
     assert len(samples) == 5
-    # one request per sample, each for a sample's own question and prediction
-    assert len(server.requests) == 5 and {r["model"] for r in bodies(server)} == {"test-judge"}
-    asked = sorted(question_of(r["messages"]) for r in bodies(server))
+    # the judge was checked with one tiny request before generation, then judged each sample once
+    assert bodies(server)[0]["messages"] == judge.PROBE
+    judged = [b for b in bodies(server) if b["messages"] != judge.PROBE]
+    assert len(judged) == 5 and {r["model"] for r in bodies(server)} == {"test-judge"}
+    asked = sorted(question_of(r["messages"]) for r in judged)
     assert asked == sorted(s["doc"]["question"].strip() for s in samples)
     for sample in samples:
         item = sample["llm_judge"]
