@@ -1,4 +1,5 @@
-"""Exact match as NanoKnow (and DPR/Pyserini) score it: the answer's tokens appear in the prediction.
+"""``has_answer``, the paper's "exact match" as NanoKnow (and DPR/Pyserini) score it: the answer's
+tokens appear in the prediction (not lm-eval's ``exact_match``, which is string equality).
 
 The rule: Unicode NFD-normalise both texts, split each into tokens — a run of letters, digits
 and combining marks, or any single other character that is neither a separator nor a control

@@ -3,7 +3,7 @@
     python -m nanoknow_tasks.make_task_files           # rewrite the files
     python -m nanoknow_tasks.make_task_files --check   # exit 1 if a file is out of date
 
-Each task file includes ``_nanoknow_base_yaml`` (generation settings and exact match) and
+Each task file includes ``_nanoknow_base_yaml`` (generation settings and ``has_answer``) and
 sets only what differs: its name, prompt, loader and loader arguments.
 """
 
@@ -41,7 +41,9 @@ def _loader_config(spec: TaskSpec) -> dict:
     kwargs = {"nanoknow_dataset": spec.dataset, "nanoknow_split": spec.split, "nanoknow_context": spec.condition,
               **exposure}
     if spec.condition == "distractors":
-        kwargs.update(nanoknow_k=spec.k, nanoknow_position=spec.position)
+        kwargs["nanoknow_k"] = spec.k
+        if spec.position:  # k = 0 has none: the oracle is alone
+            kwargs["nanoknow_position"] = spec.position
     return {"custom_dataset": Function("nanoknow_tasks.loaders.load_context_split"),
             "dataset_kwargs": kwargs,
             "doc_to_text": Function("nanoknow_tasks.prompts.context_prompt")}

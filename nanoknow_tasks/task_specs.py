@@ -12,9 +12,11 @@ from dataclasses import dataclass
 
 DATASETS = ("nq", "squad", "hotpotqa")
 SPLITS = ("supported", "unsupported")
-#: Datasets with the distractor grid, and its distractor counts.
+#: Datasets with the distractor grid, and its distractor counts (k = 0: the grid passage alone).
 DISTRACTOR_DATASETS = ("nq", "squad")
-DISTRACTOR_COUNTS = (1, 2, 4, 8)
+DISTRACTOR_COUNTS = (0, 1, 2, 4, 8)
+#: Every grid condition runs on the questions that have at least this many distractors.
+MAX_DISTRACTORS = max(DISTRACTOR_COUNTS)
 POSITIONS = ("first", "middle", "last")
 #: Conditions in report order.
 CONDITIONS = ("closedbook", "oracle", "original", "distractors")
@@ -26,8 +28,11 @@ _PAPER_NAMES = {"closedbook": "closed-book", "oracle": "oracle", "original": "or
 
 
 def positions_for(k: int) -> tuple[str, ...]:
-    """Where the oracle can sit among ``k`` distractors."""
-    return POSITIONS
+    """Where the oracle can sit among ``k`` distractors: none for k = 0 (it is alone), first and
+    last for k = 1 (a middle slot would be the first), all three from k = 2 (middle = slot k // 2)."""
+    if k == 0:
+        return ()
+    return ("first", "last") if k == 1 else POSITIONS
 
 
 @dataclass(frozen=True)
@@ -44,13 +49,18 @@ class TaskSpec:
 
     @property
     def name(self) -> str:
-        """The lm-eval task name, e.g. ``nanoknow_nq_supported_distractors_k2_middle``, ``nanoknow_nq_seen_oracle``."""
+        """The lm-eval task name, e.g. ``nanoknow_nq_supported_distractors_k2_middle`` (``..._k0``),
+        ``nanoknow_nq_seen_oracle``."""
         base = f"nanoknow_{self.dataset}_{self.exposure or self.split}_{self.condition}"
-        return f"{base}_k{self.k}_{self.position}" if self.condition == "distractors" else base
+        if self.condition != "distractors":
+            return base
+        return f"{base}_k{self.k}_{self.position}" if self.position else f"{base}_k{self.k}"
 
     @property
     def paper_condition(self) -> str:
         """The paper's name for the condition."""
+        if self.condition == "distractors" and self.k == 0:
+            return "oracle alone, grid passage (k=0)"
         if self.condition == "distractors":
             return f"oracle + {self.k} distractor{'s' if self.k != 1 else ''} ({self.position})"
         return _PAPER_NAMES[self.condition]
@@ -74,7 +84,7 @@ def all_task_specs() -> list[TaskSpec]:
     specs += [TaskSpec(d, "supported", "oracle") for d in DATASETS]
     specs += [TaskSpec("squad", s, "original") for s in SPLITS]
     specs += [TaskSpec(d, "supported", "distractors", k, p)
-              for d in DISTRACTOR_DATASETS for k in DISTRACTOR_COUNTS for p in positions_for(k)]
+              for d in DISTRACTOR_DATASETS for k, p in grid_conditions()]
     return specs
 
 
@@ -83,8 +93,13 @@ def exposure_task_specs() -> list[TaskSpec]:
     return [TaskSpec(d, "supported", c, exposure=e) for d in DATASETS for e in EXPOSURES for c in EXPOSURE_CONDITIONS]
 
 
+def grid_conditions() -> list[tuple[int, str | None]]:
+    """Every ``(k, position)`` of the distractor grid, k = 0 (position None) first."""
+    return [(k, p) for k in DISTRACTOR_COUNTS for p in (positions_for(k) or (None,))]
+
+
 _NAME = re.compile(r"^nanoknow_(?P<dataset>[a-z0-9]+)_(?P<split>supported|unsupported|seen|unseen)_"
-                   r"(?:(?P<plain>closedbook|oracle|original)|distractors_k(?P<k>\d+)_(?P<position>[a-z]+))$")
+                   r"(?:(?P<plain>closedbook|oracle|original)|distractors_k(?P<k>\d+)(?:_(?P<position>[a-z]+))?)$")
 
 
 def parse_task_name(name: str) -> TaskSpec | None:
@@ -99,6 +114,6 @@ def parse_task_name(name: str) -> TaskSpec | None:
     if match["plain"]:
         return TaskSpec(match["dataset"], match["split"], match["plain"])
     k, position = int(match["k"]), match["position"]
-    if position not in positions_for(k):
+    if (k, position) not in grid_conditions():
         return None
     return TaskSpec(match["dataset"], match["split"], "distractors", k, position)

@@ -51,3 +51,37 @@ def run_command(args: list[str], *, cwd: Path | None = None, env: dict | None = 
 def run():
     """Fixture form of :func:`run_command`."""
     return run_command
+
+
+@pytest.fixture(scope="session")
+def grid_sample(tmp_path_factory):
+    """The embedded sample corpus plus the two questions the distractor grid leaves out, its
+    data root, and a build without an index (``random``: random distractors only)."""
+    from types import SimpleNamespace
+
+    from projection.datasets.build import BuildSettings, build
+    from sample_root import CORPUS_DIR, add_grid_outsiders, make_embedded_sample, write_sample_root
+
+    base = tmp_path_factory.mktemp("grid")
+    questions, corpus, root = make_embedded_sample(base, filler_docs=300)
+    questions, extra, _ = add_grid_outsiders(corpus, questions)
+    qrels = write_sample_root(corpus, root, questions, extra_qrels=extra)
+    build(root, BuildSettings(dataset="nq", corpus_dir=CORPUS_DIR, corpus=str(corpus)), base / "build-random",
+          progress=False)
+    return SimpleNamespace(base=base, corpus=corpus, root=root, qrels=qrels, questions=questions,
+                           random=base / "build-random")
+
+
+@pytest.fixture(scope="session")
+def grid_hard_build(grid_sample) -> Path:
+    """A build of :func:`grid_sample` with a real Lucene index: BM25 hard-negative distractors."""
+    from projection.datasets.build import BuildSettings, build
+    from projection.index.build_index import build_corpus_index
+    from sample_root import CORPUS_DIR
+
+    index = grid_sample.base / "index"
+    build_corpus_index(grid_sample.corpus, index, threads=1)
+    out = grid_sample.base / "build-hard"
+    build(grid_sample.root, BuildSettings(dataset="nq", corpus_dir=CORPUS_DIR, corpus=str(grid_sample.corpus),
+                                          index=str(index)), out, progress=False)
+    return out

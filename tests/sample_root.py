@@ -6,9 +6,14 @@ import json
 from pathlib import Path
 
 from projection.data import layout
-from nanoknow.demo.sample_corpus import load_embedded_questions, make_sample_corpus, read_ground_truth
+from nanoknow.demo.sample_corpus import SampleQuestion, load_embedded_questions, make_sample_corpus, read_ground_truth
 
 CORPUS_DIR = "sample"
+#: Two supported questions the distractor grid must leave out (see :func:`add_grid_outsiders`):
+#: one whose only qrels document lacks its answer (no oracle), one whose answer ("e") occurs
+#: in every document (no answer-free distractor).
+NO_ORACLE = SampleQuestion("grid-no-oracle", "Which word is planted nowhere?", ["zqxv nowhere"], None)
+NO_DISTRACTOR = SampleQuestion("grid-no-distractor", "Which letter is everywhere?", ["e"], None)
 
 
 def write_sample_root(corpus: Path, root: Path, questions, *, dataset: str = "nq",
@@ -60,3 +65,22 @@ def build_nq_sample(base: Path, data_dir: Path, *, questions: int, filler_docs: 
     build(base / "data", BuildSettings(dataset="nq", corpus_dir=CORPUS_DIR, corpus=str(base / "corpus")),
           base / "build", progress=False)
     return base / "build"
+
+
+def filler_doc(corpus: Path, questions) -> str:
+    """A document of ``corpus`` that is not planted and holds none of the questions' answers."""
+    from projection.corpus.shards import Corpus
+    from projection.stage1.answer_match import answers_in_text
+
+    planted = {r["doc_id"] for r in read_ground_truth(Path(corpus) / "ground_truth.jsonl")}
+    texts = Corpus(corpus).read_documents([f"shard_00000_{row}" for row in range(50)])
+    return next(d for d, t in texts.items() if d not in planted
+                and not any(answers_in_text(t, q.answers) for q in questions))
+
+
+def add_grid_outsiders(corpus: Path, questions, extra_qrels: dict[str, list[str]] | None = None):
+    """``questions`` with :data:`NO_ORACLE` and :data:`NO_DISTRACTOR` first (so the last question
+    stays a planted one), and ``extra_qrels`` giving both a filler document as their only qrels."""
+    filler = filler_doc(corpus, [*questions, NO_ORACLE])
+    qrels = {**(extra_qrels or {}), NO_ORACLE.qid: [filler], NO_DISTRACTOR.qid: [filler]}
+    return [NO_ORACLE, NO_DISTRACTOR, *questions], qrels, filler

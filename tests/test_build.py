@@ -1,6 +1,7 @@
 """``nanoknow build`` on a real parquet sample corpus read with DuckDB."""
 
 import hashlib
+import json
 import shutil
 
 import pyarrow.parquet as pq
@@ -13,32 +14,27 @@ from projection.datasets.build import BuildSettings, build
 from projection.corpus.shards import Corpus
 from nanoknow_common.errors import NanoKnowInputError
 from nanoknow_tasks.contexts import compose_context, distractor_passages, oracle_slot
+from nanoknow_tasks.task_specs import grid_conditions, positions_for
 
-from sample_root import CORPUS_DIR, make_embedded_sample, write_sample_root
+from sample_root import (CORPUS_DIR, NO_DISTRACTOR, NO_ORACLE, add_grid_outsiders, make_embedded_sample,
+                         write_sample_root)
 
 
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory):
     base = tmp_path_factory.mktemp("build")
     questions, corpus, root = make_embedded_sample(base)
-    # one question's first qrels document no longer contains its answer (a filler document)
-    filler = _filler_doc(corpus, questions)
     supported = [q for q in questions if q.qid in _supporting(corpus)]
-    qrels = write_sample_root(corpus, root, questions, extra_qrels={supported[0].qid: [filler]})
+    # two questions the grid leaves out; and one question's first qrels document no longer
+    # contains its answer (a filler document)
+    questions, extra, filler = add_grid_outsiders(corpus, questions)
+    qrels = write_sample_root(corpus, root, questions, extra_qrels={**extra, supported[0].qid: [filler]})
     return questions, corpus, root, qrels, supported[0].qid, filler
 
 
 def _supporting(corpus):
     from nanoknow.demo.sample_corpus import read_ground_truth
     return {r["qid"] for r in read_ground_truth(corpus / "ground_truth.jsonl") if r["kind"] == "supporting"}
-
-
-def _filler_doc(corpus, questions):
-    from nanoknow.demo.sample_corpus import read_ground_truth
-    planted = {r["doc_id"] for r in read_ground_truth(corpus / "ground_truth.jsonl")}
-    texts = Corpus(corpus).read_documents([f"shard_00000_{row}" for row in range(50)])
-    return next(d for d, t in texts.items() if d not in planted
-                and not any(answers_in_text(t, q.answers) for q in questions))
 
 
 def _settings(corpus, **kw):
@@ -55,10 +51,26 @@ def test_oracle_and_distractors(sample, tmp_path):
     info = build(root, _settings(corpus, chunk_size=7), tmp_path, progress=False)
     rows = pq.read_table(built_layout.split_path(tmp_path, "nq", CORPUS_DIR, "supported")).to_pylist()
     assert len(rows) == info["counts"]["supported"] == len(qrels)
+    assert info["distractor_source"] == "random"  # no index: distractors are the random documents
+    by_qid = {r["qid"]: r for r in rows}
+    assert by_qid[NO_ORACLE.qid]["oracle"] is None
+    assert by_qid[NO_DISTRACTOR.qid]["oracle"] is not None and by_qid[NO_DISTRACTOR.qid]["random_distractors"] == []
     texts = Corpus(corpus).read_documents({d for r in rows for d in
-                                           [r["oracle"]["doc_id"]] + [x["doc_id"] for x in r["distractors"]]})
+                                           ([r["oracle"]["doc_id"]] if r["oracle"] else [])
+                                           + [x["doc_id"] for x in r["distractors"] + r["random_distractors"]]})
     for row in rows:
+        assert row["answer_frequency"] == len(qrels[row["qid"]])
+        # every distractor: not relevant, and no gold answer anywhere in its document (the stage-1
+        # normalisation), its passage the first 100 words of the document
+        assert row["distractors"] == row["random_distractors"]
+        for d in row["random_distractors"]:
+            assert d["doc_id"] not in qrels[row["qid"]]
+            assert not answers_in_text(texts[d["doc_id"]], row["answers"])
+            assert texts[d["doc_id"]].startswith(d["passage"]) and len(d["passage"].split()) <= 100
+            assert d["passage"].split() == texts[d["doc_id"]].split()[:100]
         oracle = row["oracle"]
+        if oracle is None:
+            continue
         # the first qrels document that contains a gold answer
         first = next(d for d in qrels[row["qid"]] if answers_in_text(texts.get(d) or Corpus(corpus).read_document(d),
                                                                     row["answers"]))
@@ -66,34 +78,56 @@ def test_oracle_and_distractors(sample, tmp_path):
         text = texts[oracle["doc_id"]]
         found = text[oracle["answer_offset"]:oracle["answer_offset"] + len(oracle["answer"])]
         assert found.lower() == oracle["answer"].lower()
-        assert oracle["passage"][oracle["passage_offset"]:].lower().startswith(oracle["answer"].lower())
-        assert len(oracle["passage"].split()) <= 200
-        assert row["answer_frequency"] == len(qrels[row["qid"]])
-        # eight non-relevant distractors that contain no gold answer anywhere in the document
-        assert len(row["distractors"]) == 8
-        for d in row["distractors"]:
-            assert d["doc_id"] not in qrels[row["qid"]]
-            assert not answers_in_text(texts[d["doc_id"]], row["answers"])
-            assert texts[d["doc_id"]].startswith(d["passage"][:50])
-    special = next(r for r in rows if r["qid"] == special_qid)
+        # the oracle task's 200-word passage and the grid's 100-word one, around the same match
+        for passage, offset, words in ((oracle["passage"], oracle["passage_offset"], 200),
+                                       (oracle["grid_passage"], oracle["grid_passage_offset"], 100)):
+            assert passage[offset:].lower().startswith(oracle["answer"].lower())
+            assert len(passage.split()) <= words and passage in text
+        assert oracle["grid_passage"] in oracle["passage"]
+        if row["qid"] != NO_DISTRACTOR.qid:
+            assert len(row["distractors"]) == 8
+    special = by_qid[special_qid]
     assert qrels[special_qid][0] == filler and special["oracle"]["doc_id"] == qrels[special_qid][1]
+    # build_info says how many supported questions the grid leaves out, and why
+    assert info["grid"] == {"distractors_needed": 8,
+                            "questions": {"distractors": len(rows) - 2, "random_distractors": len(rows) - 2},
+                            "left_out": {"no_oracle": 1, "short_of_distractors": 1, "short_of_random_distractors": 1}}
+    assert json.loads(built_layout.info_path(tmp_path, "nq", CORPUS_DIR).read_text())["grid"] == info["grid"]
     unsupported = pq.read_table(built_layout.split_path(tmp_path, "nq", CORPUS_DIR, "unsupported")).to_pylist()
-    assert unsupported and all(r["oracle"] is None and r["answer_frequency"] == 0 for r in unsupported)
+    assert unsupported and all(r["oracle"] is None and r["answer_frequency"] == 0 and not r["random_distractors"]
+                               for r in unsupported)
+
+
+def test_grid_passage_length_is_a_setting(sample, tmp_path):
+    _, corpus, root, *_ = sample
+    info = build(root, _settings(corpus, grid_words=30, window_words=60), tmp_path, progress=False)
+    assert info["settings"]["grid_words"] == 30
+    rows = pq.read_table(built_layout.split_path(tmp_path, "nq", CORPUS_DIR, "supported")).to_pylist()
+    assert max(len(r["oracle"]["grid_passage"].split()) for r in rows if r["oracle"]) == 30
+    assert max(len(r["oracle"]["passage"].split()) for r in rows if r["oracle"]) == 60
+    assert max(len(d["passage"].split()) for r in rows for d in r["random_distractors"]) == 30
 
 
 def test_distractor_positions_share_the_k_prefix(sample, tmp_path):
     questions, corpus, root, *_ = sample
     build(root, _settings(corpus), tmp_path, progress=False)
-    row = pq.read_table(built_layout.split_path(tmp_path, "nq", CORPUS_DIR, "supported")).to_pylist()[0]
+    rows = pq.read_table(built_layout.split_path(tmp_path, "nq", CORPUS_DIR, "supported")).to_pylist()
+    row = next(r for r in rows if r["oracle"] and len(r["distractors"]) == 8)
+    grid = row["oracle"]["grid_passage"]
+    assert distractor_passages(row, 0, None) == [grid] and compose_context(row, "distractors", k=0) == grid
     for k in (1, 2, 4, 8):
-        layouts = {p: distractor_passages(row, k, p) for p in ("first", "middle", "last")}
+        layouts = {p: distractor_passages(row, k, p) for p in positions_for(k)}
         for position, passages in layouts.items():
             assert len(passages) == k + 1
-            assert passages[oracle_slot(k, position)] == row["oracle"]["passage"]
+            assert passages[oracle_slot(k, position)] == grid
             others = [p for i, p in enumerate(passages) if i != oracle_slot(k, position)]
             assert others == [d["passage"] for d in row["distractors"][:k]]  # same passages, same order
-        assert oracle_slot(k, "middle") == k // 2
-        assert compose_context(row, "distractors", k=k, position="last").endswith(row["oracle"]["passage"])
+        assert len({tuple(p) for p in layouts.values()}) == len(layouts)  # every position is a different prompt
+        assert compose_context(row, "distractors", k=k, position="last").endswith(grid)
+    # rows outside the grid have no grid context at all, for any k
+    for qid in (NO_ORACLE.qid, NO_DISTRACTOR.qid):
+        outside = next(r for r in rows if r["qid"] == qid)
+        assert all(compose_context(outside, "distractors", k=k, position=p) is None for k, p in grid_conditions())
 
 
 def test_build_is_deterministic(sample, tmp_path):

@@ -4,6 +4,8 @@ import csv
 
 import pytest
 
+from nanoknow_tasks.task_specs import grid_conditions
+
 
 @pytest.mark.slow
 def test_demo_runs_the_whole_chain_and_reuses_finished_steps(run, tmp_path):
@@ -22,7 +24,12 @@ def test_demo_runs_the_whole_chain_and_reuses_finished_steps(run, tmp_path):
     models = {row["model"] for row in rows}
     assert len(models) == 2  # SmolLM2 and the tiny nanochat checkpoint
     assert {row["task"] for row in rows} >= {"nanoknow_nq_supported_closedbook", "nanoknow_nq_supported_oracle",
-                                              "nanoknow_nq_supported_distractors_k4_middle"}
+                                              "nanoknow_nq_supported_distractors_k0",
+                                              "nanoknow_nq_supported_distractors_k4_middle",
+                                              "nanoknow_nq_supported_distractors_k8_last"}
+    grid = list(csv.DictReader(open(report / "distractors.csv")))  # the figure's data: the whole new grid
+    assert sorted({(int(r["k"]), r["position"]) for r in grid}) == sorted(
+        (k, p or "none (oracle alone)") for k, p in grid_conditions())
     # the projection wrote the upstream layout, which validates
     run(["nanoknow", "data", "verify", "--data-dir", str(out / "data")])
     second = run(args, env=env)

@@ -85,10 +85,10 @@ def test_prompt_carries_question_references_and_candidate():
 
 # --- configuration ------------------------------------------------------------------------
 
-def test_no_judge_configured_gives_exact_match_only():
+def test_no_judge_configured_gives_has_answer_only():
     assert judge.configure_from_metadata({"data_dir": "/x", "version": 1.0, "pretrained": "m"}) is None
-    assert scoring.process_results(DOCS[0], ["Shakespeare wrote it"]) == {"exact_match": 1.0}
-    assert scoring.process_results(DOCS[1], ["Lyon"]) == {"exact_match": 0.0}
+    assert scoring.process_results(DOCS[0], ["Shakespeare wrote it"]) == {"has_answer": 1.0}
+    assert scoring.process_results(DOCS[1], ["Lyon"]) == {"has_answer": 0.0}
     # a cache location alone does not ask for a judge, and "none" switches it off
     assert judge.configure_from_metadata({"judge_cache": "/tmp/x.sqlite"}) is None
     assert judge.configure_from_metadata({"judge_backend": "none", "judge_model": "m"}) is None
@@ -163,8 +163,8 @@ def test_sample_verdicts_read_logged_samples_from_the_cache(tmp_path):
                                        "judge_base_url": server.base_url, "judge_cache": str(cache)})
         items = _items(["Shakespeare", "Lyon", "Saturn"])
         judge.aggregate_accuracy(items)
-    samples = [{"doc_id": i, "exact_match": 0.0, "llm_judge": item} for i, item in enumerate(items)]
-    samples.append({"doc_id": 3, "exact_match": 1.0})  # a run without the judge
+    samples = [{"doc_id": i, "has_answer": 0.0, "llm_judge": item} for i, item in enumerate(items)]
+    samples.append({"doc_id": 3, "has_answer": 1.0})  # a run without the judge
     verdicts = judge.sample_verdicts(samples, cache_path=str(cache))
     assert [v.correct if v else "missing" for v in verdicts] == [True, False, None, "missing"]
     assert verdicts[2].raw == GARBAGE_REPLY
@@ -179,3 +179,25 @@ def test_items_of_another_judge_are_refused(tmp_path):
                                    "judge_cache": "off"})
     with pytest.raises(NanoKnowInputError, match="judge_model"):
         judge.aggregate_accuracy(items)
+
+
+@pytest.mark.parametrize("name", ["judge_api_key", "api_key", "hf_token", "token", "client_secret", "password",
+                                  "OPENAI_API_KEY"])
+def test_credentials_in_metadata_are_refused_without_echoing_them(name, monkeypatch):
+    monkeypatch.setattr(judge, "_config", None)
+    with pytest.raises(NanoKnowInputError, match=f"{name}: looks like a credential.*NANOKNOW_JUDGE_API_KEY") as err:
+        judge.configure_from_metadata({"judge_backend": "openai", "judge_model": "m",
+                                       "judge_base_url": "http://127.0.0.1:9/v1", name: "sk-do-not-echo"})
+    assert "sk-do-not-echo" not in str(err.value)
+    with pytest.raises(NanoKnowInputError, match="judge_options.api_key: looks like a credential"):
+        judge.configure_from_metadata({"judge_backend": "openai", "judge_model": "m", "judge_base_url": "http://x/v1",
+                                       "judge_options": {"api_key": "sk-x"}})
+
+
+def test_ordinary_model_args_are_not_taken_for_credentials(monkeypatch):
+    """lm-eval merges --model_args into the metadata: tokenizer settings must pass."""
+    monkeypatch.setenv("NANOKNOW_JUDGE_API_KEY", "sk-from-env")
+    config = judge.configure_from_metadata({
+        "pretrained": "m", "tokenizer": "t", "add_bos_token": True, "prefix_token_id": 1, "max_gen_toks": 8,
+        "use_fast_tokenizer": True, "judge_backend": "openai", "judge_model": "m", "judge_base_url": "http://x/v1"})
+    assert config.backend_options()["api_key"] == "sk-from-env" and "sk-from-env" not in repr(config)

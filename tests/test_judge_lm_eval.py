@@ -36,9 +36,11 @@ def test_lm_eval_smollm2_with_openai_judge(run, tmp_path, nanoknow_data_dir, smo
     results, samples = _outputs(tmp_path / "out")
     task = results["results"][TASK]
     assert len(samples) == 5
-    # one request per sample, each for a sample's own question and prediction
-    assert len(server.requests) == 5 and {r["model"] for r in bodies(server)} == {"test-judge"}
-    asked = sorted(question_of(r["messages"]) for r in bodies(server))
+    # the judge was checked with one tiny request before generation, then judged each sample once
+    assert bodies(server)[0]["messages"] == judge.PROBE
+    judged = [b for b in bodies(server) if b["messages"] != judge.PROBE]
+    assert len(judged) == 5 and {r["model"] for r in bodies(server)} == {"test-judge"}
+    asked = sorted(question_of(r["messages"]) for r in judged)
     assert asked == sorted(s["doc"]["question"].strip() for s in samples)
     for sample in samples:
         item = sample["llm_judge"]
@@ -49,7 +51,7 @@ def test_lm_eval_smollm2_with_openai_judge(run, tmp_path, nanoknow_data_dir, smo
     replies = [reply_for_question(s["doc"]["question"].strip()) for s in samples]
     assert task["llm_judge,none"] == pytest.approx(sum(r == TRUE_REPLY for r in replies) / 5)
     assert task["llm_judge_unparseable,none"] == sum(r == GARBAGE_REPLY for r in replies)
-    assert "exact_match,none" in task
+    assert "has_answer,none" in task
     # a report gets the per-sample verdicts back from the cache
     verdicts = judge.sample_verdicts(samples, cache_path=str(cache))
     assert [v.raw for v in verdicts] == replies
@@ -57,13 +59,13 @@ def test_lm_eval_smollm2_with_openai_judge(run, tmp_path, nanoknow_data_dir, smo
         assert db.execute("SELECT COUNT(*) FROM judgements").fetchone() == (5,)
 
 
-def test_lm_eval_without_judge_reports_exact_match_only(run, tmp_path, nanoknow_data_dir):
+def test_lm_eval_without_judge_reports_has_answer_only(run, tmp_path, nanoknow_data_dir):
     env = {"NANOKNOW_DATA_DIR": str(nanoknow_data_dir), "NANOKNOW_JUDGE_CACHE": str(tmp_path / "unused.sqlite")}
     run(["lm_eval", "--model", "dummy", "--tasks", TASK, "--limit", "3", "--log_samples",
          "--output_path", str(tmp_path / "out"), "--metadata", json.dumps({"data_dir": str(nanoknow_data_dir)})],
         env=env)
     results, samples = _outputs(tmp_path / "out")
-    assert sorted(k for k in results["results"][TASK] if "," in k) == ["exact_match,none", "exact_match_stderr,none"]
+    assert sorted(k for k in results["results"][TASK] if "," in k) == ["has_answer,none", "has_answer_stderr,none"]
     assert len(samples) == 3 and not any("llm_judge" in s for s in samples)
     assert not (tmp_path / "unused.sqlite").exists()
 

@@ -68,7 +68,7 @@ def test_smollm2_closedbook_run_scores_as_the_paper(run, tmp_path, nanoknow_data
          "--metadata", json.dumps({"data_dir": str(nanoknow_data_dir)})], env=env)
     results_file, = glob.glob(str(tmp_path / "*" / "results_*.json"))
     samples_file, = glob.glob(str(tmp_path / "*" / "samples_nanoknow_nq_supported_closedbook_*.jsonl"))
-    reported = json.load(open(results_file))["results"]["nanoknow_nq_supported_closedbook"]["exact_match,none"]
+    reported = json.load(open(results_file))["results"]["nanoknow_nq_supported_closedbook"]["has_answer,none"]
     samples = [json.loads(line) for line in open(samples_file)]
     assert len(samples) == 20
     qrels = read_qrels(layout.qrels_path(nanoknow_data_dir, "nq", "fineweb-edu"))
@@ -78,7 +78,7 @@ def test_smollm2_closedbook_run_scores_as_the_paper(run, tmp_path, nanoknow_data
         assert sample["arguments"]["gen_args_0"]["arg_0"] == f"Question: {doc['question']}\n\nAnswer:"
     recomputed = sum(has_answer(s["resps"][0][0], s["doc"]["answers"]) for s in samples) / len(samples)
     assert reported == pytest.approx(recomputed)
-    assert [s["exact_match"] for s in samples] == [float(has_answer(s["resps"][0][0], s["doc"]["answers"]))
+    assert [s["has_answer"] for s in samples] == [float(has_answer(s["resps"][0][0], s["doc"]["answers"]))
                                                    for s in samples]
 
 

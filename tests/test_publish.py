@@ -23,8 +23,10 @@ def _row(qid, split, *, oracle=True, context=None):
     return {"qid": qid, "question": f"question {qid}?", "answers": [f"answer {qid}", "alt"],
             "answer_frequency": 3 if split == "supported" else 0, "split": split,
             "oracle": {"doc_id": f"shard_00001_{qid}", "passage": f"... answer {qid} ...", "answer": f"answer {qid}",
-                       "answer_offset": 120, "passage_offset": 4} if split == "supported" and oracle else None,
+                       "answer_offset": 120, "passage_offset": 4, "grid_passage": f". answer {qid} .",
+                       "grid_passage_offset": 2} if split == "supported" and oracle else None,
             "distractors": [{"doc_id": "shard_00002_7", "passage": "nothing here"}] if split == "supported" else [],
+            "random_distractors": [{"doc_id": "shard_00003_1", "passage": "nor here"}] if split == "supported" else [],
             "original_context": context}
 
 

@@ -4,7 +4,7 @@ Two tiny random nanochat checkpoints (different seeds) run the nq closed-book, o
 distractor tasks through the real ``lm_eval`` CLI on a sample corpus. Random tiny models score
 about 0, so a THIRD folder is FABRICATED: a copy of the first model's real lm-eval folder in
 which the responses are rewritten (some to a gold answer, the rest to a wrong string), the
-per-sample ``exact_match`` re-scored, and ``doc.answer_frequency`` spread over all buckets
+per-sample ``has_answer`` re-scored, and ``doc.answer_frequency`` spread over all buckets
 (the sample corpus only plants 1-3 supporting documents per question).
 """
 
@@ -21,11 +21,11 @@ import pytest
 
 from nanochat_adapter.tiny_checkpoints import write_tiny_checkpoint
 from nanoknow_tasks.has_answer import has_answer
+from nanoknow_tasks.task_specs import all_task_specs, positions_for
 
 from sample_root import CORPUS_DIR, build_nq_sample
 
-DISTRACTOR_TASKS = [f"nanoknow_nq_supported_distractors_k{k}_{p}" for k in (1, 2, 4, 8)
-                    for p in ("first", "middle", "last")]
+DISTRACTOR_TASKS = [s.name for s in all_task_specs() if s.condition == "distractors" and s.dataset == "nq"]
 TASKS = ["nanoknow_nq_supported_closedbook", "nanoknow_nq_unsupported_closedbook",
          "nanoknow_nq_supported_oracle", *DISTRACTOR_TASKS]
 LIMIT = 6
@@ -56,7 +56,7 @@ def _fabricate(real: Path, fake: Path) -> None:
         for index, row in enumerate(rows):
             answer = row["doc"]["answers"][0] if _fake_correct(task, index) else "zzz qqq"
             row["resps"], row["filtered_resps"] = [[answer]], [answer]
-            row["exact_match"] = float(has_answer(answer, row["doc"]["answers"]))
+            row["has_answer"] = float(has_answer(answer, row["doc"]["answers"]))
             if row["doc"]["split"] == "supported":
                 qid = row["doc"]["qid"]
                 frequency.setdefault(qid, FAKE_FREQUENCIES[len(frequency) % len(FAKE_FREQUENCIES)])
@@ -140,7 +140,7 @@ def test_report_numbers_match_samples(outputs, run, tmp_path):
     summary = _read_csv(out / "summary.csv")
     assert {(r["model"], r["task"]) for r in summary} == {(m, t) for m in models for t in TASKS}
     for row in summary:
-        assert row["metric"] == "exact_match"
+        assert row["metric"] == "has_answer"
         _check_numbers(row, [_flag(s) for s in samples[row["model"]][row["task"]]])
     by_task = {(r["model"], r["task"]): r for r in summary}
     assert by_task[FAKE_MODEL, "nanoknow_nq_supported_oracle"]["paper_condition"] == "oracle"
@@ -166,9 +166,9 @@ def test_report_numbers_match_samples(outputs, run, tmp_path):
     assert {"1-5", "6-20", "21-50", "51+", "unsupported (all)"} <= fake_buckets
 
     distractors = _read_csv(out / "distractors.csv")
-    assert len(distractors) == 3 * 13
+    assert len(distractors) == 3 * len(DISTRACTOR_TASKS)
     for row in distractors:
-        task = ("nanoknow_nq_supported_oracle" if row["k"] == "0"
+        task = ("nanoknow_nq_supported_distractors_k0" if row["k"] == "0"
                 else f"nanoknow_nq_supported_distractors_k{row['k']}_{row['position']}")
         assert row["task"] == task
         _check_numbers(row, [_flag(s) for s in samples[row["model"]][task]])
@@ -228,8 +228,9 @@ def test_figures_draw_the_csv_numbers(outputs, tmp_path):
     plotted = _plotted(plot_distractors(rows))
     for position in ("first", "middle", "last"):
         points = sorted((r for r in rows if r["position"] == position), key=lambda r: r["k"])
-        assert [r["k"] for r in points] == [1, 2, 4, 8]
+        assert [r["k"] for r in points] == [k for k in (1, 2, 4, 8) if position in positions_for(k)]
         assert plotted[title, f"oracle {position} (n={LIMIT} per k)"] == \
             pytest.approx([r["accuracy_pct"] for r in points])
-    oracle, = [r for r in rows if r["k"] == 0]
-    assert plotted[title, f"oracle only, k=0 (n={LIMIT})"] == pytest.approx([oracle["accuracy_pct"]])
+    alone, = [r for r in rows if r["k"] == 0]
+    assert alone["task"] == "nanoknow_nq_supported_distractors_k0"
+    assert plotted[title, f"oracle alone, k=0 (n={LIMIT})"] == pytest.approx([alone["accuracy_pct"]])

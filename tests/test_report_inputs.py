@@ -15,14 +15,15 @@ import pytest
 from nanoknow.report.write_report import write_report
 from nanoknow.report.stats import wilson_interval
 from nanoknow_tasks.has_answer import has_answer
+from nanoknow_tasks.task_specs import all_task_specs
 
 CLOSEDBOOK = ["nanoknow_nq_supported_closedbook", "nanoknow_nq_unsupported_closedbook"]
 ORACLE = "nanoknow_nq_supported_oracle"
-DISTRACTORS = [f"nanoknow_nq_supported_distractors_k{k}_{p}" for k in (1, 2, 4, 8) for p in ("first", "middle", "last")]
+DISTRACTORS = [s.name for s in all_task_specs() if s.condition == "distractors" and s.dataset == "nq"]
 STAMP = "2026-01-02T03-04-05.000001"
 
 
-def _samples(task: str, correct: list[bool], frequencies=(1, 7, 30, 99)) -> list[dict]:
+def _samples(task: str, correct: list[bool], frequencies=(1, 7, 30, 99), metric: str = "has_answer") -> list[dict]:
     rows = []
     for i, right in enumerate(correct):
         split = "unsupported" if "_unsupported_" in task else "supported"
@@ -31,16 +32,17 @@ def _samples(task: str, correct: list[bool], frequencies=(1, 7, 30, 99)) -> list
                "split": split}
         response = f"it is answer {i}." if right else "no idea"
         rows.append({"doc_id": i, "doc": doc, "target": doc["answers"][0], "resps": [[response]],
-                     "filtered_resps": [response], "filter": "none", "metrics": ["exact_match"],
-                     "exact_match": float(has_answer(response, doc["answers"]))})
+                     "filtered_resps": [response], "filter": "none", "metrics": [metric],
+                     metric: float(has_answer(response, doc["answers"]))})
     return rows
 
 
 def write_lm_eval_folder(folder: Path, model: str, tasks: dict[str, list[bool]], *, stamp: str = STAMP,
-                         samples: bool = True) -> Path:
-    """``folder/results_<stamp>.json`` and (``samples``) ``samples_<task>_<stamp>.jsonl``, as lm-eval writes them."""
+                         samples: bool = True, metric: str = "has_answer") -> Path:
+    """``folder/results_<stamp>.json`` and (``samples``) ``samples_<task>_<stamp>.jsonl``, as lm-eval writes them
+    (``metric="exact_match"``: as NanoKnow runs made before the rename to ``has_answer``)."""
     folder.mkdir(parents=True, exist_ok=True)
-    results = {task: {"alias": task, "exact_match,none": sum(c) / len(c), "exact_match_stderr,none": 0.0}
+    results = {task: {"alias": task, f"{metric},none": sum(c) / len(c), f"{metric}_stderr,none": 0.0}
                for task, c in tasks.items()}
     (folder / f"results_{stamp}.json").write_text(json.dumps({
         "results": results, "config": {"model": "nanochat", "model_args": {"pretrained": f"/ckpt/{model}"}},
@@ -48,7 +50,7 @@ def write_lm_eval_folder(folder: Path, model: str, tasks: dict[str, list[bool]],
     if samples:
         for task, correct in tasks.items():
             (folder / f"samples_{task}_{stamp}.jsonl").write_text(
-                "".join(json.dumps(row) + "\n" for row in _samples(task, correct)))
+                "".join(json.dumps(row) + "\n" for row in _samples(task, correct, metric=metric)))
     return folder
 
 
@@ -150,11 +152,26 @@ def test_llm_judge_scores_come_from_the_judge_cache(tmp_path):
 
     report = write_report([folder], tmp_path / "out", judge_cache=str(tmp_path / "judge.sqlite"))
     metrics = {r["metric"]: r for r in report.summary}
-    assert metrics["exact_match"]["correct"] == 2 and metrics["llm_judge"]["correct"] == 2
+    assert metrics["has_answer"]["correct"] == 2 and metrics["llm_judge"]["correct"] == 2
     assert metrics["llm_judge"]["n"] == 4
     assert "llm_judge % [95% CI]" in (tmp_path / "out" / "summary.md").read_text()
 
     # verdicts missing from the cache: llm_judge is left out with a note, exact match stays
     report = write_report([folder], tmp_path / "out2", judge_cache=str(tmp_path / "empty.sqlite"))
-    assert [r["metric"] for r in report.summary] == ["exact_match"]
+    assert [r["metric"] for r in report.summary] == ["has_answer"]
     assert "4 of 4 llm_judge verdicts are not in the judge cache" in (tmp_path / "out2" / "summary.md").read_text()
+
+
+def test_older_runs_named_exact_match_are_still_read(tmp_path):
+    """Runs made before the metric was renamed has_answer (the paper's exact match) report the same."""
+    tasks = {CLOSEDBOOK[0]: [True, False, False], ORACLE: [True, True, False], DISTRACTORS[0]: [True, False, True]}
+    old = write_report([write_lm_eval_folder(tmp_path / "old" / "a", "model-a", tasks, metric="exact_match")],
+                       tmp_path / "out-old")
+    new = write_report([write_lm_eval_folder(tmp_path / "new" / "a", "model-a", tasks)], tmp_path / "out-new")
+    strip = [{k: v for k, v in r.items() if k != "results_file"} for r in old.summary]
+    assert strip == [{k: v for k, v in r.items() if k != "results_file"} for r in new.summary]
+    assert [r["metric"] for r in old.summary] == ["has_answer"] * 3
+    assert not any("differs" in note for note in old.notes)  # lm-eval's own number was found too
+    markdown = (tmp_path / "out-old" / "summary.md").read_text()
+    assert "has_answer (the paper's exact match) % [95% CI]" in markdown
+    assert old.distractors[0]["k"] == 0 and old.distractors[0]["position"] == "none (oracle alone)"

@@ -1,4 +1,5 @@
-"""The report's figures (matplotlib, Agg): exact match per answer-frequency bucket and per k distractors.
+"""The report's figures (matplotlib, Agg): ``has_answer`` (the paper's exact match) per
+answer-frequency bucket and per k distractors.
 
 Both functions draw from the rows of :mod:`nanoknow.report.tables` (the rows written to the
 CSVs) and return the figure; one panel per dataset (rows) x model (columns). Error bars are
@@ -12,14 +13,15 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from nanoknow.report.stats import BUCKETS  # noqa: E402
+from nanoknow.report.stats import BUCKETS, METRIC_LABEL  # noqa: E402
+from nanoknow_tasks.task_specs import DISTRACTOR_COUNTS, POSITIONS  # noqa: E402
 
 CONDITION_STYLE = {"closedbook": ("closed-book", "tab:blue", "o", "-"),
                    "oracle": ("oracle", "tab:orange", "s", "--"),
                    "original": ("original context", "tab:green", "^", "-.")}
-POSITION_STYLE = {"first": ("tab:blue", "o"), "middle": ("tab:orange", "s"), "last": ("tab:green", "^")}
+POSITION_STYLE = dict(zip(POSITIONS, (("tab:blue", "o"), ("tab:orange", "s"), ("tab:green", "^"))))
 REFERENCE_STYLE = {"closedbook": ("tab:gray", ":"), "original": ("tab:purple", (0, (5, 2, 1, 2)))}
-K_VALUES = (0, 1, 2, 4, 8)
+K_VALUES = DISTRACTOR_COUNTS
 
 
 def _panels(rows: list[dict], title: str):
@@ -48,7 +50,7 @@ def _finish(ax, xlabel: str, ylabel: bool, ncol: int = 2, legend_y: float = -0.2
     ax.set_ylim(-3, 105)
     ax.set_xlabel(xlabel)
     if ylabel:
-        ax.set_ylabel("exact match (%)")
+        ax.set_ylabel(f"{METRIC_LABEL}, %")
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, legend_y), ncol=ncol, frameon=False)
 
@@ -60,9 +62,10 @@ def _bucket_tick(bucket: str, counts: list[dict]) -> str:
 
 
 def plot_frequency(rows: list[dict]):
-    """Exact match (%) per answer-frequency bucket (supported), unsupported as horizontal lines."""
+    """``has_answer`` (%) per answer-frequency bucket (supported), unsupported as horizontal lines."""
     fig, axes, models, datasets = _panels(
-        rows, "Exact match by answer frequency in the pre-training corpus\n(error bars: 95% Wilson score intervals)")
+        rows, f"{METRIC_LABEL} by answer frequency in the pre-training corpus\n"
+              "(error bars: 95% Wilson score intervals)")
     labels = [label for label, _, _ in BUCKETS]
     for i, dataset in enumerate(datasets):
         for j, model in enumerate(models):
@@ -101,9 +104,11 @@ def _n_label(rows: list[dict]) -> str:
 
 
 def plot_distractors(rows: list[dict]):
-    """Exact match (%) against the number of distractors k, one line per oracle position."""
+    """``has_answer`` (%) against the number of distractors k, one line per oracle position; k = 0
+    (the grid passage alone, the same questions) is the baseline point."""
     fig, axes, models, datasets = _panels(
-        rows, "Exact match with the oracle passage among k distractor passages\n(error bars: 95% Wilson score intervals)")
+        rows, f"{METRIC_LABEL} with the oracle passage among k distractor passages\n"
+              "(same questions and passage length for every k; error bars: 95% Wilson score intervals)")
     for i, dataset in enumerate(datasets):
         for j, model in enumerate(models):
             ax = axes[i][j]
@@ -120,10 +125,10 @@ def plot_distractors(rows: list[dict]):
                             marker=marker, capsize=3, label=f"oracle {position} ({_n_label(present)})")
                 if len({r["n"] for r in present}) > 1:
                     _annotate_n(ax, xs, present, color, p)
-            oracle = [r for r in panel if r["k"] == 0 and r["n"]]
-            if oracle:
-                ax.errorbar([where[0]], [oracle[0]["accuracy_pct"]], yerr=_yerr(oracle), color="black", marker="D",
-                            capsize=3, linestyle="none", label=f"oracle only, k=0 (n={oracle[0]['n']})")
+            alone = [r for r in panel if r["k"] == 0 and r["n"]]
+            if alone:
+                ax.errorbar([where[0]], [alone[0]["accuracy_pct"]], yerr=_yerr(alone), color="black", marker="D",
+                            capsize=3, linestyle="none", label=f"oracle alone, k=0 (n={alone[0]['n']})")
             ax.set_xticks(range(len(ks)), [str(k) for k in ks])
             ax.set_xlim(-0.5, len(ks) - 0.5)
             ax.set_title(f"{model} - {dataset}", fontsize=10)

@@ -58,15 +58,23 @@ def bucket_of(frequency) -> str | None:
     return None
 
 
-def exact_match_values(samples: list[dict], where: str) -> list[float]:
-    """Per-sample ``exact_match`` (0/1) of logged samples; error naming ``where`` if absent."""
+#: The per-sample metric the report scores, and its label (it is the paper's "exact match").
+METRIC = "has_answer"
+METRIC_LABEL = "has_answer (the paper's exact match)"
+#: What older NanoKnow runs called the same metric (read as a fallback).
+OLD_METRIC = "exact_match"
+
+
+def has_answer_values(samples: list[dict], where: str) -> list[float]:
+    """Per-sample ``has_answer`` (0/1) of logged samples (``exact_match`` in runs made before the
+    rename); error naming ``where`` if absent."""
     from nanoknow_common.errors import NanoKnowInputError
 
     values = []
     for index, sample in enumerate(samples):
-        value = sample.get("exact_match")
+        value = sample.get(METRIC, sample.get(OLD_METRIC))
         if not isinstance(value, (int, float)):
-            raise NanoKnowInputError(f"sample {index} has no numeric exact_match", file=where)
+            raise NanoKnowInputError(f"sample {index} has no numeric {METRIC}", file=where)
         values.append(float(value))
     return values
 

@@ -12,11 +12,14 @@ import math
 from dataclasses import dataclass
 
 from nanoknow.report.load import ModelRuns, TaskRun
-from nanoknow_tasks.task_specs import TaskSpec
-from nanoknow.report.stats import BUCKETS, Score, bucket_of, exact_match_values, judge_values, score
+from nanoknow_tasks.task_specs import POSITIONS, TaskSpec
+from nanoknow.report.stats import (BUCKETS, METRIC, OLD_METRIC, Score, bucket_of, has_answer_values,
+                                   judge_values, score)
 
 log = logging.getLogger(__name__)
 
+#: the position column of the k = 0 row (no distractors, nothing to be placed among)
+K0_POSITION = "none (oracle alone)"
 #: conditions drawn per frequency bucket (supported questions)
 FREQUENCY_CONDITIONS = ("closedbook", "oracle", "original")
 
@@ -27,7 +30,7 @@ class TaskScores:
 
     model: str
     run: TaskRun
-    exact_match: list[float]
+    has_answer: list[float]
     frequencies: list
     llm_judge: list[float] | None = None
     judge_note: str | None = None
@@ -40,7 +43,7 @@ class TaskScores:
     @property
     def values(self) -> list[float]:
         """The per-sample answer-match scores (the paper's "exact match")."""
-        return self.exact_match
+        return self.has_answer
 
 
 def score_runs(runs: list[ModelRuns], judge_cache: str | None = None) -> tuple[list[TaskScores], list[str]]:
@@ -55,20 +58,28 @@ def score_runs(runs: list[ModelRuns], judge_cache: str | None = None) -> tuple[l
                     notes.append(f"{model_runs.model}: {run.samples_file} has no samples; {name} is left out")
                 continue
             where = str(run.samples_file)
-            task = TaskScores(model_runs.model, run, exact_match_values(samples, where),
+            task = TaskScores(model_runs.model, run, has_answer_values(samples, where),
                               [(s.get("doc") or {}).get("answer_frequency") for s in samples], samples=samples)
             task.llm_judge, task.judge_note = judge_values(samples, judge_cache)
             if task.judge_note:
                 notes.append(f"{model_runs.model}: {name}: llm_judge left out: {task.judge_note}")
-            reported = run.reported.get("exact_match,none")
-            mine = sum(task.exact_match) / len(task.exact_match)
+            reported = _reported(run, METRIC)
+            mine = sum(task.has_answer) / len(task.has_answer)
             if isinstance(reported, (int, float)) and not math.isclose(reported, mine, abs_tol=1e-9):
-                notes.append(f"{model_runs.model}: {name}: exact match from samples ({mine:.4f}) differs from "
+                notes.append(f"{model_runs.model}: {name}: {METRIC} from samples ({mine:.4f}) differs from "
                              f"lm-eval's results file ({reported:.4f}); the samples' value is reported")
             scored.append(task)
     for note in notes:
         log.warning(note)
     return scored, notes
+
+
+def _reported(run: TaskRun, metric: str):
+    """lm-eval's own number for ``metric`` (``exact_match`` in runs made before the rename)."""
+    value = run.reported.get(f"{metric},none")
+    if value is None and metric == METRIC:
+        value = run.reported.get(f"{OLD_METRIC},none")
+    return value
 
 
 def _score_fields(s: Score) -> dict:
@@ -82,15 +93,15 @@ def _round(value: float) -> float:
 
 
 def summary_rows(tasks: list[TaskScores]) -> list[dict]:
-    """One row per model x task x metric (``exact_match``, and ``llm_judge`` when available)."""
+    """One row per model x task x metric (``has_answer``, and ``llm_judge`` when available)."""
     rows = []
     for task in tasks:
         info = task.info
-        metrics = [("exact_match", task.exact_match)]
+        metrics = [(METRIC, task.has_answer)]
         if task.llm_judge is not None:
             metrics.append(("llm_judge", task.llm_judge))
         for metric, values in metrics:
-            reported = task.run.reported.get(f"{metric},none")
+            reported = _reported(task.run, metric)
             rows.append({"model": task.model, "dataset": info.dataset, "split": info.group,
                          "condition": info.condition, "paper_condition": info.paper_condition,
                          "k": info.k if info.k is not None else "", "position": info.position or "",
@@ -101,7 +112,7 @@ def summary_rows(tasks: list[TaskScores]) -> list[dict]:
 
 
 def frequency_rows(tasks: list[TaskScores]) -> tuple[list[dict], list[str]]:
-    """Exact match per answer-frequency bucket (supported) plus unsupported reference rows."""
+    """``has_answer`` per answer-frequency bucket (supported) plus unsupported reference rows."""
     rows, notes = [], []
     for task in tasks:
         info = task.info
@@ -110,7 +121,7 @@ def frequency_rows(tasks: list[TaskScores]) -> tuple[list[dict], list[str]]:
         base = {"model": task.model, "dataset": info.dataset, "split": info.split, "condition": info.condition,
                 "paper_condition": info.paper_condition, "task": info.name}
         if info.split == "unsupported":
-            rows.append({**base, "bucket": "unsupported (all)", **_score_fields(score(task.exact_match))})
+            rows.append({**base, "bucket": "unsupported (all)", **_score_fields(score(task.has_answer))})
             continue
         labels = [bucket_of(f) for f in task.frequencies]
         unbucketed = sum(label is None for label in labels)
@@ -120,7 +131,7 @@ def frequency_rows(tasks: list[TaskScores]) -> tuple[list[dict], list[str]]:
         if unbucketed == len(labels):
             continue
         for label, _, _ in BUCKETS:
-            values = [v for v, b in zip(task.exact_match, labels) if b == label]
+            values = [v for v, b in zip(task.has_answer, labels) if b == label]
             rows.append({**base, "bucket": label, **_score_fields(score(values))})
     for note in notes:
         log.warning(note)
@@ -128,21 +139,17 @@ def frequency_rows(tasks: list[TaskScores]) -> tuple[list[dict], list[str]]:
 
 
 def distractor_rows(tasks: list[TaskScores]) -> list[dict]:
-    """Exact match per k and oracle position; the oracle-only task as k = 0 (position ``none``)."""
+    """``has_answer`` per k and oracle position of the distractor grid; k = 0 (the grid passage
+    alone, position ``none (oracle alone)``) is the grid's baseline."""
     rows = []
-    datasets = {(t.model, t.info.dataset) for t in tasks if t.info.condition == "distractors"}
     for task in tasks:
         info = task.info
-        if (task.model, info.dataset) not in datasets or info.split != "supported" or info.exposure:
+        if info.condition != "distractors" or info.split != "supported":
             continue
-        if info.condition == "oracle":
-            k, position = 0, "none (oracle only)"
-        elif info.condition == "distractors":
-            k, position = info.k, info.position
-        else:
-            continue
-        rows.append({"model": task.model, "dataset": info.dataset, "k": k, "position": position,
-                     "task": info.name, **_score_fields(score(task.exact_match))})
+        rows.append({"model": task.model, "dataset": info.dataset, "k": info.k,
+                     "position": info.position or K0_POSITION, "task": info.name,
+                     **_score_fields(score(task.has_answer))})
     order = {m: i for i, m in enumerate(dict.fromkeys(t.model for t in tasks))}
-    rows.sort(key=lambda r: (order[r["model"]], r["dataset"], r["k"], r["position"]))
+    place = {p: i for i, p in enumerate((K0_POSITION, *POSITIONS))}
+    rows.sort(key=lambda r: (order[r["model"]], r["dataset"], r["k"], place[r["position"]]))
     return rows

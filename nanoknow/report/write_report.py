@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nanoknow.report.load import load_runs
+from nanoknow.report.stats import METRIC, METRIC_LABEL
 from nanoknow.report.tables import distractor_rows, frequency_rows, score_runs, summary_rows
 
 log = logging.getLogger(__name__)
@@ -57,7 +58,8 @@ def _frequency_skip(rows: list[dict]) -> str | None:
 
 def _distractor_skip(rows: list[dict]) -> str | None:
     if not any(r["k"] for r in rows):
-        return "no distractor task with samples (needs nanoknow_{nq,squad}_supported_distractors_k{1,2,4,8}_*)"
+        return ("no distractor task with samples (needs nanoknow_{nq,squad}_supported_distractors_k0 and "
+                "..._k{1,2,4,8}_{first,middle,last}; middle from k=2)")
     return None
 
 
@@ -143,7 +145,8 @@ def render_markdown(report: ReportSummary, runs) -> str:
     """``summary.md``: per-model tables, figures, skipped figures and notes."""
     lines = ["# NanoKnow report", "",
              "Every number is recomputed from the per-sample scores in the lm-eval `samples_*.jsonl` files "
-             "(exact match: the DPR/Pyserini `has_answers` rule, 0/1 per question). Brackets give 95% Wilson "
+             f"({METRIC_LABEL}: the DPR/Pyserini `has_answers` rule, a gold answer's tokens occur in the "
+             "generation, 0/1 per question; not lm-eval's string-equality `exact_match`). Brackets give 95% Wilson "
              "score intervals of the per-sample 0/1 scores; accuracies in %. When a folder holds several runs "
              "of a task, the newest results file (and its samples) is used.", ""]
     has_judge = any(r["metric"] == "llm_judge" for r in report.summary)
@@ -153,14 +156,14 @@ def render_markdown(report: ReportSummary, runs) -> str:
         if not rows:
             lines += ["No task with logged samples.", ""]
             continue
-        header = "| task | paper condition | split | n | exact match % [95% CI] |"
+        header = f"| task | paper condition | split | n | {METRIC_LABEL} % [95% CI] |"
         rule = "|---|---|---|---:|---|"
         if has_judge:
             header += " llm_judge % [95% CI] |"
             rule += "---|"
         lines += [header, rule]
         for row in rows:
-            if row["metric"] != "exact_match":
+            if row["metric"] != METRIC:
                 continue
             line = f"| `{row['task']}` | {row['paper_condition']} | {row['split']} | {row['n']} | {_pct(row)} |"
             if has_judge:
@@ -181,10 +184,12 @@ def render_markdown(report: ReportSummary, runs) -> str:
                     f"{_pct(cells[s])} ({cells[s]['n']})" if s in cells else "-" for s in ("seen", "unseen")) + " |")
             lines.append("")
     lines += ["## Figures", ""]
-    for name, caption in (("frequency.png", "Exact match per answer-frequency bucket (qrels documents; "
+    for name, caption in (("frequency.png", f"{METRIC_LABEL} per answer-frequency bucket (qrels documents; "
                            "supported questions), unsupported questions as horizontal lines. Data: frequency.csv."),
-                          ("distractors.png", "Exact match against the number of distractors k per oracle "
-                           "position; k = 0 is the oracle alone. Data: distractors.csv."),
+                          ("distractors.png", f"{METRIC_LABEL} against the number of distractors k per oracle "
+                           "position (middle from k = 2); k = 0 is the oracle's grid passage alone, the baseline. "
+                           "Every k runs on the same questions with passages of the same length. "
+                           "Data: distractors.csv."),
                           ("exposure.png", "Supported questions the checkpoint read (seen) vs not (unseen). "
                            "Data: exposure.csv."),
                           ("frequency_read.png", "Accuracy by answer documents in the corpus (capped by BM25's "

@@ -6,7 +6,10 @@ How the pieces meet inside lm-eval:
    every NanoKnow loader calls :func:`configure_from_metadata` with the metadata it received.
    It sets one process-wide :class:`JudgeConfig` (or none) from the ``judge_*`` keys, with
    ``NANOKNOW_JUDGE_*`` environment variables as defaults. Without any judge setting it only
-   scans the keys (cheap) and the tasks report ``exact_match`` alone.
+   scans the keys (cheap) and the tasks report ``has_answer`` alone. A key-like setting
+   (``judge_api_key``, ``*token*``...) is refused: lm-eval writes metadata into its results
+   (:mod:`.credentials`). The loaders then call :func:`ensure_judge_answers`, which checks once
+   per process, before any generation, that the judge answers.
 2. Per sample. ``scoring.process_results`` calls :func:`judge_metrics`, which returns, when a
    judge is configured, the item ``{question, answers, prediction, judge_model, judge_key}``
    under ``llm_judge`` and ``llm_judge_unparseable`` (nothing is judged yet). The item is what
@@ -22,8 +25,8 @@ Settings (``--metadata`` key / environment variable):
 * ``judge_backend`` / ``NANOKNOW_JUDGE_BACKEND``: ``hf``, ``openai`` or ``vllm`` (the
   projection's backends, :mod:`nanoknow_common.llm`); ``none`` switches the judge off;
 * ``judge_model`` / ``NANOKNOW_JUDGE_MODEL``: model id, folder, or served model name;
-* ``judge_base_url`` / ``NANOKNOW_JUDGE_BASE_URL`` and ``judge_api_key`` /
-  ``NANOKNOW_JUDGE_API_KEY``: for ``openai`` (``OPENAI_BASE_URL``/``OPENAI_API_KEY`` also work);
+* ``judge_base_url`` / ``NANOKNOW_JUDGE_BASE_URL``: for ``openai`` (``OPENAI_BASE_URL`` also
+  works); its key only from the environment: ``NANOKNOW_JUDGE_API_KEY`` or ``OPENAI_API_KEY``;
 * ``judge_max_new_tokens`` / ``NANOKNOW_JUDGE_MAX_NEW_TOKENS``: generation budget (256);
 * ``judge_options`` / ``NANOKNOW_JUDGE_OPTIONS`` (JSON object): more backend options, e.g.
   ``{"gguf_file": "...", "batch_size": 4}`` for ``hf`` or ``{"concurrency": 32}``;
@@ -40,6 +43,7 @@ import os
 from dataclasses import dataclass, field
 
 from nanoknow_tasks.judge.cache import JudgeCache, cache_key, default_cache_path
+from nanoknow_tasks.judge.credentials import refuse_credentials
 from nanoknow_tasks.judge.prompt import Judgement, answer_judge_messages, parse_judgement
 from nanoknow_common.errors import NanoKnowInputError
 
@@ -131,6 +135,7 @@ def _build_config(settings: dict) -> JudgeConfig | None:
     if not model:
         raise NanoKnowInputError(f"the {backend} judge needs a model (e.g. Qwen/Qwen3-14B)", field="judge_model")
     options = _options_setting(settings)
+    refuse_credentials(options, within="judge_options")
     secrets = {}
     if backend == "openai":
         base_url = settings.get("judge_base_url") or options.get("base_url") or os.environ.get("OPENAI_BASE_URL")
@@ -138,7 +143,7 @@ def _build_config(settings: dict) -> JudgeConfig | None:
             raise NanoKnowInputError("the openai judge needs a server URL, e.g. http://127.0.0.1:8000/v1",
                                      field="judge_base_url")
         options["base_url"] = str(base_url)
-        if settings.get("judge_api_key"):
+        if settings.get("judge_api_key"):  # from $NANOKNOW_JUDGE_API_KEY only (metadata keys are refused)
             secrets["api_key"] = str(settings["judge_api_key"])
     elif settings.get("judge_base_url"):
         raise NanoKnowInputError(f"only the openai judge backend takes a URL, not {backend}", field="judge_base_url")
@@ -159,11 +164,13 @@ def configure_from_metadata(metadata: dict | None) -> JudgeConfig | None:
 
     Loaders call it with the keyword arguments lm-eval gave them beyond their own (task
     metadata, ``--metadata`` JSON, ``--model_args``). Returns the configuration, or None when
-    no judge is asked for (then the tasks report only ``exact_match``). Raises
+    no judge is asked for (then the tasks report only ``has_answer``). Raises
     :class:`NanoKnowInputError` naming the setting when a judge is asked for incompletely
-    (a model without a backend, an unknown backend, an openai backend without URL...).
+    (a model without a backend, an unknown backend, an openai backend without URL...) or
+    when a setting looks like a credential (those come from the environment only).
     """
     global _config
+    refuse_credentials(metadata)
     _config = _build_config(_collect(metadata))
     if _config is not None:
         log.info("LLM judge: %s model %s (cache %s)", _config.backend, _config.model, _config.cache_path or "memory")
@@ -193,6 +200,45 @@ def _backend(config: JudgeConfig):
         log.info("loading the %s judge %s", config.backend, config.model)
         _backends[config] = make_backend(config.backend, config.model, **config.backend_options())
     return _backends[config]
+
+
+_answering: set[JudgeConfig] = set()
+#: The test request of :func:`ensure_judge_answers` (short: any answer will do).
+PROBE = [{"role": "user", "content": "Reply with the word OK."}]
+
+
+def ensure_judge_answers(config: JudgeConfig | None = None) -> None:
+    """Check, once per process and judge, that the judge answers, before lm-eval generates.
+
+    ``openai``: one tiny request (one retry, 60 s timeout); ``hf``/``vllm``: the model loads
+    (and stays loaded for the aggregation). Raises :class:`NanoKnowInputError` naming the URL
+    or model: an unreachable judge found only after every generation would lose the work.
+    """
+    from nanoknow_common.llm import LLMBackendError
+
+    config = config or _config
+    if config is None or config in _answering:
+        return
+    options = config.backend_options()
+    where = f"at {options['base_url']} " if config.backend == "openai" else ""
+    log.info("LLM judge: checking that the %s judge %s %sanswers", config.backend, config.model, where)
+    try:
+        if config.backend == "openai":
+            from nanoknow_common.llm.openai_backend import OpenAIBackend
+
+            probe = OpenAIBackend(config.model, **{**options, "max_retries": 1, "timeout": 60.0, "progress": False})
+            try:
+                probe.complete(PROBE, max_new_tokens=8)
+            finally:
+                probe.close()
+        else:
+            _backend(config)
+    except (LLMBackendError, OSError, ValueError) as err:
+        fix = "start the server or fix judge_base_url" if config.backend == "openai" else "fix judge_model"
+        raise NanoKnowInputError(f"the {config.backend} judge {config.model!r} {where}did not answer before "
+                                 f"generation started ({err}); {fix}, or pass judge_backend=none",
+                                 field="judge_base_url" if config.backend == "openai" else "judge_model") from err
+    _answering.add(config)
 
 
 def make_item(question: str, answers: list[str], prediction: str, config: JudgeConfig) -> dict:

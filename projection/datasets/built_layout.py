@@ -33,6 +33,8 @@ ORACLE = pa.struct([
     ("answer", pa.string()),          # the gold answer that matched first
     ("answer_offset", pa.int64()),    # character offset of the match in the whole document
     ("passage_offset", pa.int64()),   # character offset of the match inside ``passage``
+    ("grid_passage", pa.string()),    # the shorter window (``grid_words``) around the same match
+    ("grid_passage_offset", pa.int64()),  # character offset of the match inside ``grid_passage``
 ])
 SCHEMA = pa.schema([
     ("qid", pa.string()),
@@ -41,7 +43,8 @@ SCHEMA = pa.schema([
     ("answer_frequency", pa.int32()),       # qrels documents (0 unsupported; null if unknown)
     ("split", pa.string()),
     ("oracle", ORACLE),                     # null for unsupported rows and unanswerable ones
-    ("distractors", pa.list_(PASSAGE)),     # documents with no gold answer, best first
+    ("distractors", pa.list_(PASSAGE)),     # no gold answer: BM25 hard negatives, best first (random without an index)
+    ("random_distractors", pa.list_(PASSAGE)),  # no gold answer: seeded random documents
     ("original_context", pa.string()),      # SQuAD's own paragraph; null for other datasets
     ("qrels_shards", pa.list_(pa.int32())),  # shard of each qrels document, file order (exposure)
 ])

@@ -52,8 +52,9 @@ FIELDS = """| field | meaning |
 | `answers` | gold answers |
 | `answer_frequency` | number of corpus documents in the NanoKnow qrels (0 for unsupported questions) |
 | `split` | `supported` or `unsupported` |
-| `oracle` | supported rows: first qrels document containing a gold answer (`doc_id`), the passage around the match, the matched `answer`, its offset in the document and in the passage; null when none |
-| `distractors` | documents containing no gold answer (`doc_id`, `passage`), best first |
+| `oracle` | supported rows: first qrels document containing a gold answer (`doc_id`), the passage around the match (200 words by default), the matched `answer`, its offset in the document and in the passage, and the shorter `grid_passage` (100 words by default) around the same match with its offset; null when none |
+| `distractors` | documents containing no gold answer (`doc_id`, and `passage`: their first 100 words by default): BM25 hard negatives, best first (random documents for a build without an index) |
+| `random_distractors` | documents containing no gold answer drawn at random (seeded), same form |
 | `original_context` | SQuAD's own paragraph (SQuAD only) |"""
 
 
