@@ -24,6 +24,7 @@ import datasets
 from projection.datasets import built_layout
 from projection.data.data_root import resolve_data_dir
 from nanoknow_common.errors import NanoKnowInputError
+from nanoknow_common.names import check_plain_name
 from projection.data.files import load_questions
 from nanoknow_tasks.contexts import compose_context
 
@@ -71,7 +72,7 @@ def _configure_judge(metadata: dict) -> None:
 def load_question_split(nanoknow_dataset: str, nanoknow_split: str, **metadata) -> datasets.DatasetDict:
     """Closed-book rows (qid, question, answers, answer_frequency, split) as lm-eval's ``test``."""
     _configure_judge(metadata)
-    corpus_dir = metadata.get("corpus") or DEFAULT_CORPUS
+    corpus_dir = check_plain_name(metadata.get("corpus") or DEFAULT_CORPUS, field="corpus")
     source = _built_source(metadata) if not metadata.get("data_dir") else None
     if source is not None:
         rows = _read_built(source, nanoknow_dataset, corpus_dir, nanoknow_split)
@@ -98,7 +99,7 @@ def load_context_split(nanoknow_dataset: str, nanoknow_split: str, nanoknow_cont
     ``nanoknow_position``). Rows lacking what the context needs are skipped and counted.
     """
     _configure_judge(metadata)
-    corpus_dir = metadata.get("corpus") or DEFAULT_CORPUS
+    corpus_dir = check_plain_name(metadata.get("corpus") or DEFAULT_CORPUS, field="corpus")
     source = _built_source(metadata)
     if source is None:
         raise NanoKnowInputError(

@@ -12,6 +12,9 @@ from projection.pipeline import EXAMPLE, ProjectSettings, project
 
 __all__ = ["EXAMPLE", "add_arguments", "run"]
 
+#: What the CLI says when a stop signal ends the run.
+ON_INTERRUPT = "finished chunks are kept: run the same command with --resume to continue"
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     src = parser.add_argument_group("questions")
