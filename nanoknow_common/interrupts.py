@@ -30,13 +30,24 @@ def _raise(signum, _frame):
     raise Interrupted(signum)
 
 
-def install_stop_handlers() -> None:
-    """Make SIGTERM, SIGINT and SIGHUP raise :class:`Interrupted` (main thread only; a no-op elsewhere)."""
+def install_stop_handlers() -> dict:
+    """Make SIGTERM, SIGINT and SIGHUP raise :class:`Interrupted` (main thread only; a no-op
+    elsewhere); returns the handlers replaced, for :func:`restore_handlers`."""
+    previous = {}
     if threading.current_thread() is not threading.main_thread():
-        return
+        return previous
     for signum in STOP_SIGNALS:
-        if signal.getsignal(signum) is not signal.SIG_IGN:  # nohup'd processes keep ignoring SIGHUP
+        current = signal.getsignal(signum)
+        if current is not signal.SIG_IGN:  # nohup'd processes keep ignoring SIGHUP
+            previous[signum] = current
             signal.signal(signum, _raise)
+    return previous
+
+
+def restore_handlers(previous: dict) -> None:
+    """Put back the handlers :func:`install_stop_handlers` replaced."""
+    for signum, handler in previous.items():
+        signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
 
 
 def call_interruptibly(function, *args, **kwargs):
