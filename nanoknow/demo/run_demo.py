@@ -89,9 +89,9 @@ class Steps:
                    if name not in self.created]
         if foreign:
             raise NanoKnowInputError(
-                f"{', '.join(foreign)} already exist{'s' if len(foreign) == 1 else ''} in {self.out} and "
-                "were not made by nanoknow demo; the demo replaces only what it made: move them away or "
-                "choose another --out", file=self.out / foreign[0], field="--out")
+                f"{', '.join(foreign)} {'is' if len(foreign) == 1 else 'are'} in {self.out} but not made by "
+                "nanoknow demo, which replaces only what it made: move it away or choose another --out",
+                file=self.out / foreign[0], field="--out")
 
     def claim(self, path: Path) -> None:
         """Record ``path``'s top-level output name as the demo's before the demo creates it."""
