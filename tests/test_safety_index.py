@@ -217,3 +217,31 @@ def test_after_a_stop_signal_the_same_command_completes(copy):
 
     assert lucene.index_num_docs(copy / "index2") == 800
     assert not list(copy.glob("hs_err_pid*.log")) and scratch_folders(copy) == []
+
+
+def test_a_jvm_crash_writes_its_file_to_the_temporary_folder_not_the_working_folder(tmp_path):
+    """A real JVM crash: the process sends itself SIGSEGV once the JVM runs; HotSpot's crash
+    handler writes hs_err_pid*.log where -XX:ErrorFile says."""
+    work, tmp = tmp_path / "work", tmp_path / "tmp"
+    work.mkdir()
+    tmp.mkdir()
+    script = ("import os, signal\nfrom projection.index import lucene\nlucene._load()\n"
+              "os.kill(os.getpid(), signal.SIGSEGV)\n")
+    proc = subprocess.run([sys.executable, "-c", script], cwd=work, env={**os.environ, "TMPDIR": str(tmp)},
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and "hs_err_pid" in proc.stdout + proc.stderr
+    assert list(work.iterdir()) == []
+    assert len(list(tmp.glob("hs_err_pid*.log"))) == 1
+
+
+def test_the_jvm_runs_with_reduced_signal_use_and_its_crash_files_in_tmp():
+    """-Xrs (SIGTERM/SIGINT/SIGHUP stay Python's) and the crash-file options are in effect."""
+    import tempfile
+
+    from projection.index import lucene
+
+    autoclass = lucene._load()["autoclass"]
+    arguments = autoclass("java.lang.management.ManagementFactory").getRuntimeMXBean().getInputArguments()
+    arguments = [arguments.get(i) for i in range(arguments.size())]
+    assert "-Xrs" in arguments
+    assert f"-XX:ErrorFile={tempfile.gettempdir()}/hs_err_pid%p.log" in arguments
