@@ -67,8 +67,12 @@ class ScratchDir:
         remove_stale(self.parent, self.prefix)
         self.parent.mkdir(parents=True, exist_ok=True)
         self.path = Path(tempfile.mkdtemp(prefix=f"{self.prefix}{os.getpid()}-", dir=self.parent))
-        (self.path / OWNER).write_text(json.dumps({"pid": os.getpid(), "started": _started(os.getpid())}) + "\n",
-                                       encoding="utf-8")
+        try:
+            (self.path / OWNER).write_text(json.dumps({"pid": os.getpid(), "started": _started(os.getpid())})
+                                           + "\n", encoding="utf-8")
+        except BaseException:  # a signal or a full disk right here: leave no folder nobody would own
+            shutil.rmtree(self.path, ignore_errors=True)
+            raise
         return self.path
 
     def __exit__(self, *exc) -> None:
