@@ -10,9 +10,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 
 from nanoknow_common.errors import NanoKnowInputError
+from nanoknow_common.interrupts import Interrupted, install_stop_handlers, restore_handlers
 
 #: command name -> (module, one-line help). Nested commands use a space ("data fetch").
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -77,12 +79,37 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "_module", None):
         parser.print_help()
         return 2
-    module = importlib.import_module(args._module)
+    previous_handlers = install_stop_handlers()
     try:
+        module = importlib.import_module(args._module)
         return int(module.run(args) or 0)
     except NanoKnowInputError as err:
         print(f"nanoknow {args._name}: error: {err}", file=sys.stderr)
         return 2
+    except OSError as err:  # disk full, permissions...: one line naming the path
+        log.debug("%s failed", args._name, exc_info=True)
+        where = f"{err.filename}: " if err.filename else ""
+        print(f"nanoknow {args._name}: error: {where}{err.strerror or err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt as err:  # SIGINT, or SIGTERM/SIGHUP turned into Interrupted
+        name = str(err) if isinstance(err, Interrupted) else "stopped by SIGINT"
+        hint = getattr(sys.modules.get(args._module), "ON_INTERRUPT", "run the same command again to go on")
+        print(f"nanoknow {args._name}: {name}; {hint}", file=sys.stderr)
+        _exit_now(128 + getattr(err, "signum", 2))
+    finally:  # main() may be called in-process (tests, scripts): leave their handlers as they were
+        restore_handlers(previous_handlers)
+
+
+def _exit_now(code: int) -> None:
+    """Exit with ``code``. Once a JVM runs in this process, end it at once: a Java call may still
+    run in an abandoned helper thread, and a normal interpreter shutdown could wait for it or
+    crash the JVM under it."""
+    if "jnius" not in sys.modules:
+        raise SystemExit(code)
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":

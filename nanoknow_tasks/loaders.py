@@ -36,6 +36,7 @@ import datasets
 from projection.datasets import built_layout
 from projection.data.data_root import resolve_data_dir
 from nanoknow_common.errors import NanoKnowInputError
+from nanoknow_common.names import check_plain_name
 from projection.data import layout
 from projection.data.files import load_questions, read_qrels
 from nanoknow_tasks.contexts import DEFAULT_DISTRACTORS, DISTRACTOR_FIELDS, compose_context, in_grid
@@ -193,7 +194,7 @@ def load_question_split(nanoknow_dataset: str, nanoknow_split: str, nanoknow_exp
     """Closed-book rows (qid, question, answers, answer_frequency, split, qrels_shards) as lm-eval's
     ``test``; ``nanoknow_exposure`` (seen/unseen) keeps that subset of the supported split."""
     _configure_judge(metadata)
-    corpus_dir = metadata.get("corpus") or DEFAULT_CORPUS
+    corpus_dir = check_plain_name(metadata.get("corpus") or DEFAULT_CORPUS, field="corpus")
     task = f"nanoknow_{nanoknow_dataset}_{nanoknow_exposure or nanoknow_split}_closedbook"
     source = _built_source(metadata) if not metadata.get("data_dir") else None
     if source is not None:
@@ -219,7 +220,7 @@ def load_context_split(nanoknow_dataset: str, nanoknow_split: str, nanoknow_cont
     ``nanoknow_exposure`` (seen/unseen) keeps that subset of the supported split.
     """
     _configure_judge(metadata)
-    corpus_dir = metadata.get("corpus") or DEFAULT_CORPUS
+    corpus_dir = check_plain_name(metadata.get("corpus") or DEFAULT_CORPUS, field="corpus")
     source = _built_source(metadata)
     if source is None:
         raise NanoKnowInputError(

@@ -82,40 +82,50 @@ class ProjectSettings:
 # -- inputs --------------------------------------------------------------------------------
 def read_questions_jsonl(path: Path) -> list[Question]:
     """``{"qid", "question", "answer": [...]}`` per line (``answers`` accepted too)."""
+    from nanoknow_common.file_io import text_lines
+
     path = Path(path)
     if not path.is_file():
-        raise NanoKnowInputError("questions file not found", file=path, field="--questions")
+        raise NanoKnowInputError("questions file not found" if not path.exists() else "not a file",
+                                 file=path, field="--questions")
     out, seen = [], set()
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            where = dict(file=path, line=number)
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise NanoKnowInputError(f"not valid JSON ({err.msg})", **where) from err
-            if not isinstance(row, dict):
-                raise NanoKnowInputError("expected a JSON object", **where)
-            qid = row.get("qid")
-            if not isinstance(qid, (str, int)) or str(qid) == "":
-                raise NanoKnowInputError("missing or empty", field="qid", **where)
-            qid = str(qid)
-            if qid in seen:
-                raise NanoKnowInputError(f"duplicate qid {qid!r}", field="qid", **where)
-            question = row.get("question")
-            if not isinstance(question, str) or not question.strip():
-                raise NanoKnowInputError("missing or empty", field="question", **where)
-            answers = row.get("answer", row.get("answers"))
-            if isinstance(answers, str):
-                answers = [answers]
-            if not isinstance(answers, list) or not answers or not all(isinstance(a, str) for a in answers):
-                raise NanoKnowInputError("must be a non-empty list of strings", field="answer", **where)
-            seen.add(qid)
-            out.append(Question(qid, question.strip(), answers))
+    for number, line in text_lines(path, field="--questions"):
+        if not line.strip():
+            continue
+        where = dict(file=path, line=number)
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise NanoKnowInputError(f"not valid JSON ({err.msg})", **where) from err
+        if not isinstance(row, dict):
+            raise NanoKnowInputError("expected a JSON object", **where)
+        qid = row.get("qid")
+        if isinstance(qid, bool) or not isinstance(qid, (str, int)) or str(qid) == "":
+            raise NanoKnowInputError("missing or empty", field="qid", **where)
+        qid = check_qid(str(qid), **where)
+        if qid in seen:
+            raise NanoKnowInputError(f"duplicate qid {qid!r}", field="qid", **where)
+        question = row.get("question")
+        if not isinstance(question, str) or not question.strip():
+            raise NanoKnowInputError("missing or empty", field="question", **where)
+        answers = row.get("answer", row.get("answers"))
+        if isinstance(answers, str):
+            answers = [answers]
+        if not isinstance(answers, list) or not answers or not all(isinstance(a, str) for a in answers):
+            raise NanoKnowInputError("must be a non-empty list of strings", field="answer", **where)
+        seen.add(qid)
+        out.append(Question(qid, question.strip(), answers))
     if not out:
         raise NanoKnowInputError("no questions in file", file=path, field="--questions")
     return out
+
+
+def check_qid(qid: str, *, file=None, line=None) -> str:
+    """A qid goes into TSV topics and whitespace-separated TREC qrels: refuse whitespace in it."""
+    if any(c.isspace() for c in qid):
+        raise NanoKnowInputError(f"qid {qid!r} contains whitespace, which the topics and qrels files cannot hold",
+                                 file=file, line=line, field="qid")
+    return qid
 
 
 def read_nanoknow_questions(data_dir: Path, dataset: str, corpus_dir: str) -> list[Question]:
@@ -124,9 +134,20 @@ def read_nanoknow_questions(data_dir: Path, dataset: str, corpus_dir: str) -> li
 
     rows = []
     for split in layout.SPLITS:
-        rows += load_questions(Path(data_dir), dataset, corpus_dir, split)
+        questions = load_questions(Path(data_dir), dataset, corpus_dir, split)
+        topics = layout.topics_path(Path(data_dir), dataset, corpus_dir, split)
+        for q in questions:
+            if any(c.isspace() for c in q.qid):
+                check_qid(q.qid, file=topics, line=_line_of_qid(topics, q.qid))
+        rows += questions
     rows.sort(key=lambda q: (int(q.qid) if q.qid.isdigit() else float("inf"), q.qid))
     return [Question(q.qid, q.question, list(q.answers)) for q in rows]
+
+
+def _line_of_qid(topics: Path, qid: str) -> int | None:
+    from nanoknow_common.file_io import text_lines
+
+    return next((n for n, line in text_lines(topics) if line.startswith(qid + "\t")), None)
 
 
 # -- work files ----------------------------------------------------------------------------
@@ -155,8 +176,10 @@ def read_chunks(path: Path) -> dict[int, list[dict]]:
 
 def append_chunk(path: Path, chunk: int, questions: list[dict]) -> None:
     """Append one finished chunk as one line, flushed to disk."""
+    from nanoknow_common.file_io import naming_path
+
     line = json.dumps({"chunk": chunk, "questions": questions}, ensure_ascii=False, sort_keys=True) + "\n"
-    with open(path, "a", encoding="utf-8") as handle:
+    with naming_path(path), open(path, "a", encoding="utf-8") as handle:
         handle.write(line)
         handle.flush()
         os.fsync(handle.fileno())
@@ -169,14 +192,21 @@ def check_run_params(work: Path, params: dict, resume: bool) -> None:
         if not resume:
             raise NanoKnowInputError("a projection already exists here; pass --resume to continue it "
                                      "or choose another --out", file=path.parent.parent, field="--out")
-        previous = json.loads(path.read_text())
+        from nanoknow_common.file_io import read_json
+
+        previous = read_json(path, what="the interrupted run's parameters")
+        if not isinstance(previous, dict):
+            raise NanoKnowInputError("not the parameters of a projection run", file=path)
         changed = sorted(k for k in set(previous) | set(params) if previous.get(k) != params.get(k))
         if changed:
             raise NanoKnowInputError(f"--resume with different parameters ({', '.join(changed)}) than the "
                                      "interrupted run", file=path, field=changed[0])
         return
+    from nanoknow_common.file_io import naming_path
+
     work.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(params, indent=2, sort_keys=True) + "\n")
+    with naming_path(path):
+        path.write_text(json.dumps(params, indent=2, sort_keys=True) + "\n")
 
 
 # -- stages --------------------------------------------------------------------------------
@@ -283,8 +313,14 @@ def project(settings: ProjectSettings) -> dict:
                                 index=Path("index"), corpus="corpus", out=Path("projected"),
                                 verifier="none"))
     """
+    from nanoknow_common.names import check_plain_name
     from projection.outputs import final_files
 
+    # names that become folders under --out (and --data-dir): plain names only, never a path
+    check_plain_name(settings.dataset, field="--dataset")
+    check_plain_name(settings.corpus_name, field="--corpus-name")
+    if settings.data_dir:
+        check_plain_name(settings.questions_from, field="--questions-from")
     if settings.questions:
         questions = read_questions_jsonl(settings.questions)
     elif settings.data_dir:

@@ -24,7 +24,8 @@ def add_arguments(parser) -> None:
                         help="NanoKnow data for real NQ questions (default: $NANOKNOW_DATA_DIR, the fetch cache, "
                              "else the embedded sample)")
     parser.add_argument("--max-gen-toks", type=int, default=32, help="new tokens per answer (default 32)")
-    parser.add_argument("--fresh", action="store_true", help="discard earlier steps and start over")
+    parser.add_argument("--fresh", action="store_true", help="delete what earlier demo runs made in --out (recorded in "
+                        "--out/.steps/created.json; nothing else) and start over")
 
 
 def run(args) -> int:

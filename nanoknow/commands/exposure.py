@@ -7,6 +7,7 @@ import logging
 from pathlib import Path
 
 from nanoknow_common.errors import NanoKnowInputError
+from nanoknow_common.names import check_plain_name
 from projection.exposure import corpora
 from projection.exposure.analysis import EXAMPLE, ExposureSettings, exposure_report
 from projection.exposure.question_exposure import format_summary
@@ -42,6 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_plain_name(args.dataset, field="--dataset")  # a folder of --data-dir, never a path
     if args.step is not None and args.checkpoint is None:
         raise NanoKnowInputError("--step needs --checkpoint", field="--step")
     settings = ExposureSettings(

@@ -13,6 +13,9 @@ log = logging.getLogger(__name__)
 
 EXAMPLE = "nanoknow index --corpus sample-corpus --index sample-index --threads 2"
 
+#: What the CLI says when a stop signal ends the run.
+ON_INTERRUPT = "--index was not changed and the scratch files are removed; run the same command again"
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--corpus", required=True, help="directory of shard_XXXXX.parquet files (column text)")
@@ -23,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--store-contents", action="store_true", help="store the analysed contents field")
     parser.add_argument("--store-docvectors", action="store_true", help="store document vectors (for RM3 etc.)")
     parser.add_argument("--text-column", default="text", help="parquet column holding the text (default text)")
-    parser.add_argument("--overwrite", action="store_true", help="replace an existing index directory")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing Lucene index (only once the new one is complete)")
 
 
 def run(args: argparse.Namespace) -> int:

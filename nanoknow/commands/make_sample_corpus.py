@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from nanoknow_common.errors import NanoKnowInputError
+from nanoknow_common.names import check_plain_name
 from pathlib import Path
 import argparse
 import json
@@ -37,6 +38,8 @@ def run(args: argparse.Namespace) -> int:
         questions = load_embedded_questions()
         log.info("using the %d embedded sample questions", len(questions))
     else:
+        check_plain_name(args.dataset, field="--dataset")  # folders of --data-dir, never paths
+        check_plain_name(args.corpus_dir, field="--corpus-dir")
         if not Path(data_dir).is_dir():
             raise NanoKnowInputError("NanoKnow data directory does not exist", file=data_dir, field="--data-dir")
         questions = load_data_dir_questions(Path(data_dir), args.dataset, args.corpus_dir, args.questions, args.seed)

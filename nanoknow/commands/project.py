@@ -14,6 +14,9 @@ from projection.stage1.rest_search import DEFAULT_TOKEN_ENV
 
 __all__ = ["EXAMPLE", "add_arguments", "run"]
 
+#: What the CLI says when a stop signal ends the run.
+ON_INTERRUPT = "finished chunks are kept: run the same command with --resume to continue"
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     src = parser.add_argument_group("questions")

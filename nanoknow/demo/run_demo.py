@@ -1,7 +1,9 @@
 """``nanoknow demo``: the whole NanoKnow chain, offline, on an embedded sample.
 
 Steps (each is skipped on a re-run when its output exists and was made with the same
-settings; ``--fresh`` starts over):
+settings; ``--fresh`` starts over). The demo writes only into names it records as its own in
+``<out>/.steps/created.json`` and refuses to start when one of them exists without that
+record; ``--fresh`` deletes only what that record lists:
 
 1. sample corpus: FineWeb-like parquet shards with planted answers (``make-sample-corpus``),
    for NQ questions of the NanoKnow data when it is available, else for embedded questions
@@ -46,14 +48,78 @@ def demo_tasks() -> list[str]:
             and spec.condition in ("closedbook", "oracle", "distractors")]
 
 
+#: Everything the demo writes into ``--out``, by top-level name (besides its ``.steps`` folder).
+OUTPUTS = ("corpus", "index", "data", "build", "models", "results", "report")
+
+
 class Steps:
-    """Runs named steps once: a step's marker records its settings; same settings -> skipped."""
+    """Runs named steps once: a step's marker records its settings; same settings -> skipped.
+
+    ``<out>/.steps/created.json`` lists the top-level outputs the demo created (recorded just
+    before it creates them): only those are ever replaced or deleted (``--fresh``); an output
+    name that exists without that record is the user's and makes the demo stop before it
+    writes anything.
+    """
+
+    MANIFEST = "created.json"
 
     def __init__(self, out: Path):
         self.out = out
         self.markers = out / ".steps"
-        self.markers.mkdir(parents=True, exist_ok=True)
+        if out.exists() and not out.is_dir():
+            raise NanoKnowInputError("exists and is not a folder", file=out, field="--out")
+        if self.markers.exists() and not (self.markers / self.MANIFEST).is_file():
+            raise NanoKnowInputError(f"has a .steps folder without the demo's record of its outputs ({self.MANIFEST}; "
+                                     "an older demo's folder?): delete it yourself or choose another --out",
+                                     file=out, field="--out")
+        self.created: list[str] = []
+        if self.markers.exists():
+            from nanoknow_common.file_io import read_json
+
+            record = read_json(self.markers / self.MANIFEST, what="the demo's record of its outputs")
+            if not isinstance(record, dict) or not isinstance(record.get("created"), list):
+                raise NanoKnowInputError("not the demo's record of its outputs", file=self.markers / self.MANIFEST)
+            self.created = [name for name in record["created"] if name in OUTPUTS]
         self.timings: dict[str, float] = {}
+
+    def check_owned(self, names=OUTPUTS) -> None:
+        """Refuse to start when an output name exists in ``out`` but the demo did not create it."""
+        foreign = [name for name in names if (self.out / name).exists() or (self.out / name).is_symlink()
+                   if name not in self.created]
+        if foreign:
+            raise NanoKnowInputError(
+                f"{', '.join(foreign)} {'is' if len(foreign) == 1 else 'are'} in {self.out} but not made by "
+                "nanoknow demo, which replaces only what it made: move it away or choose another --out",
+                file=self.out / foreign[0], field="--out")
+
+    def claim(self, path: Path) -> None:
+        """Record ``path``'s top-level output name as the demo's before the demo creates it."""
+        name = path.relative_to(self.out).parts[0]
+        if name in self.created:
+            return
+        self.check_owned([name])
+        self.created.append(name)
+        self._save()
+
+    def _save(self) -> None:
+        self.markers.mkdir(parents=True, exist_ok=True)
+        tmp = self.markers / f".{self.MANIFEST}.tmp"
+        tmp.write_text(json.dumps({"created": self.created, "by": "nanoknow demo"}, indent=1) + "\n",
+                       encoding="utf-8")
+        os.replace(tmp, self.markers / self.MANIFEST)
+
+    def discard(self) -> None:
+        """``--fresh``: delete what the demo created (and its step markers), nothing else."""
+        for name in list(self.created):
+            path = self.out / name
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
+            log.info("--fresh: removed %s", path)
+        if self.markers.is_dir():
+            shutil.rmtree(self.markers)
+        self.created = []
 
     def run(self, name: str, settings: dict, action, *outputs: Path) -> None:
         marker = self.markers / f"{name}.json"
@@ -61,7 +127,9 @@ class Steps:
         if marker.is_file() and marker.read_text() == wanted and all(p.exists() for p in outputs):
             log.info("[%s] done earlier, reusing %s", name, ", ".join(str(p) for p in outputs))
             return
-        for path in outputs:  # a changed or unfinished step starts clean
+        for path in outputs:
+            self.claim(path)
+        for path in outputs:  # a changed or unfinished step starts clean (only the demo's own outputs)
             if path.is_dir():
                 shutil.rmtree(path)
             else:
@@ -117,9 +185,10 @@ def run_demo(out: Path, *, limit: int | None = 20, questions: int = 60, model_ar
     from nanoknow.demo.sample_corpus import make_sample_corpus
 
     out = Path(out)
-    if fresh:
-        shutil.rmtree(out, ignore_errors=True)
     steps = Steps(out)
+    steps.check_owned()  # before anything is written or deleted
+    if fresh:
+        steps.discard()
     corpus, index, data, built = out / "corpus", out / "index", out / "data", out / "build"
     results, report = out / "results", out / "report"
     source, sample_questions = _questions(data_dir, questions)
@@ -155,6 +224,7 @@ def run_demo(out: Path, *, limit: int | None = 20, questions: int = 60, model_ar
               results / "nanochat")
 
     log.info("[report] writing %s", report)  # cheap: always rewritten from the results
+    steps.claim(report)
     write_report([results / "smollm2", results / "nanochat"], report)
     for name, seconds in steps.timings.items():
         log.info("step %-14s %6.1f s", name, seconds)

@@ -37,14 +37,22 @@ class TaskRun:
         """The logged samples (one dict per doc), in file order."""
         if self.samples_file is None:
             return []
+        from nanoknow_common.file_io import text_lines
+
         rows = []
-        with open(self.samples_file, encoding="utf-8") as handle:
-            for number, line in enumerate(handle, 1):
-                if line.strip():
-                    try:
-                        rows.append(json.loads(line))
-                    except json.JSONDecodeError as err:
-                        raise NanoKnowInputError(f"not JSON ({err.msg})", file=self.samples_file, line=number)
+        for number, line in text_lines(self.samples_file):
+            if line.strip():
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as err:
+                    raise NanoKnowInputError(f"not JSON ({err.msg})", file=self.samples_file, line=number)
+                if not isinstance(row, dict):
+                    raise NanoKnowInputError(f"expected a JSON object (an lm-eval sample), got {type(row).__name__}",
+                                             file=self.samples_file, line=number)
+                if row.get("doc") is not None and not isinstance(row["doc"], dict):
+                    raise NanoKnowInputError(f"expected a JSON object, got {type(row['doc']).__name__}",
+                                             file=self.samples_file, line=number, field="doc")
+                rows.append(row)
         return rows
 
 
@@ -77,8 +85,10 @@ def _model_name(results: dict, folder: Path) -> str:
 
 
 def _read_json(path: Path) -> dict:
+    from nanoknow_common.file_io import read_text
+
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_text(path))
     except (OSError, json.JSONDecodeError) as err:
         raise NanoKnowInputError(f"unreadable lm-eval results file ({err})", file=path)
     if not isinstance(data, dict) or not isinstance(data.get("results"), dict):

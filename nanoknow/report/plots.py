@@ -139,5 +139,10 @@ def plot_distractors(rows: list[dict]):
 
 def save(fig, path) -> None:
     """Write ``fig`` as a PNG (150 dpi) and close it."""
-    fig.savefig(path, dpi=150)
-    plt.close(fig)
+    from nanoknow_common.file_io import naming_path
+
+    try:
+        with naming_path(path):  # a failed write (disk full) names the file
+            fig.savefig(path, dpi=150)
+    finally:
+        plt.close(fig)

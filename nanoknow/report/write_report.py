@@ -17,6 +17,8 @@ from pathlib import Path
 
 from nanoknow.report.load import load_runs
 from nanoknow.report.stats import METRIC, METRIC_LABEL
+from nanoknow_common.errors import NanoKnowInputError
+from nanoknow_common.file_io import naming_path
 from nanoknow.report.tables import distractor_rows, frequency_rows, score_runs, summary_rows
 
 log = logging.getLogger(__name__)
@@ -43,7 +45,7 @@ class ReportSummary:
 
 def write_csv(path: Path, rows: list[dict]) -> None:
     """Write rows (dicts with the same keys) as CSV with a header."""
-    with open(path, "w", newline="", encoding="utf-8") as handle:
+    with naming_path(path), open(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]) if rows else ["empty"])
         writer.writeheader()
         writer.writerows(rows)
@@ -90,8 +92,10 @@ def write_report(result_dirs: list[Path], out: Path, *, judge_cache: str | None 
     from nanoknow.report import exposure_plots
     from nanoknow.report import plots as report_plots
 
-    runs = load_runs([Path(p) for p in result_dirs])
     out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise NanoKnowInputError("exists and is not a folder", file=out, field="--out")
+    runs = load_runs([Path(p) for p in result_dirs])
     out.mkdir(parents=True, exist_ok=True)
     report = ReportSummary(out=out, models=[r.model for r in runs])
     for run in runs:
@@ -129,7 +133,8 @@ def write_report(result_dirs: list[Path], out: Path, *, judge_cache: str | None 
         report_plots.save(plot(rows), out / f"{name}.png")
         report.files[f"{name}.csv"] = out / f"{name}.csv"
         report.files[f"{name}.png"] = out / f"{name}.png"
-    (out / "summary.md").write_text(render_markdown(report, runs), encoding="utf-8")
+    with naming_path(out / "summary.md"):
+        (out / "summary.md").write_text(render_markdown(report, runs), encoding="utf-8")
     report.files["summary.md"] = out / "summary.md"
     log.info("report written to %s (%s)", out, ", ".join(sorted(report.files)))
     return report

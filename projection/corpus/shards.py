@@ -6,6 +6,10 @@ column (the karpathy/fineweb-edu-100b-shuffle layout). A document id is
 ``shard_01031_000487`` are the same document). Remote prefixes (``hf://``, ``s3://``,
 ``https://``...) go through the same queries (DuckDB's httpfs reads only the row groups it
 needs). All reads are batched per shard: one query per shard serves every id wanted from it.
+Ids use ASCII digits only (``\\d`` would accept any Unicode digit). Local shard paths are
+passed to DuckDB with its glob characters escaped, so a folder named ``glob[1]`` or
+``star*dir`` is read as named, never as a pattern matching a sibling. The text column must
+hold strings; any other type is refused with the shard file and column named.
 
 Public: :func:`parse_doc_id`, :func:`format_doc_id`, :func:`shard_file_name`,
 :class:`Corpus` (``read_documents``, ``iter_shard``, ``list_shards``, ``num_rows``) and the
@@ -25,8 +29,8 @@ from nanoknow_common.errors import NanoKnowInputError
 
 log = logging.getLogger(__name__)
 
-DOC_ID_RE = re.compile(r"^shard_(\d{5})_(\d+)$")
-SHARD_FILE_RE = re.compile(r"^shard_(\d{5})\.parquet$")
+DOC_ID_RE = re.compile(r"^shard_([0-9]{5})_([0-9]+)$")
+SHARD_FILE_RE = re.compile(r"^shard_([0-9]{5})\.parquet$")
 REMOTE_PREFIXES = ("hf://", "s3://", "s3a://", "gs://", "gcs://", "https://", "http://", "az://", "abfss://")
 
 
@@ -53,6 +57,12 @@ def canonical_doc_id(doc_id: str) -> str:
 def shard_file_name(shard: int) -> str:
     """``1031`` -> ``shard_01031.parquet``."""
     return f"shard_{shard:05d}.parquet"
+
+
+def duckdb_literal_path(path: str | Path) -> str:
+    """A local path as DuckDB reads it literally: its glob characters ``*``, ``?`` and ``[``
+    are each put in a one-character class (``glob[1]`` -> ``glob[[]1]``)."""
+    return "".join(f"[{c}]" if c in "*?[" else c for c in str(path))
 
 
 def is_remote(location: str | Path) -> bool:
@@ -104,6 +114,22 @@ class Corpus:
                                      file=uri, field="doc_id")
         return uri
 
+    def _read_path(self, uri: str) -> str:
+        """What DuckDB is given for a shard: remote URIs as they are, local paths escaped."""
+        return uri if self.remote else duckdb_literal_path(uri)
+
+    def _not_text(self, uri: str, what: str) -> NanoKnowInputError:
+        return NanoKnowInputError(f"column {self.text_column!r} holds {what}, not text (strings)",
+                                  file=uri, field=self.text_column)
+
+    def check_text_column(self, shard: int) -> None:
+        """Raise :class:`NanoKnowInputError` unless the shard has the text column with strings."""
+        uri = self._check_shard(shard, shard_file_name(shard))
+        (_, column_type, *_), = self._query(f'DESCRIBE SELECT "{self.text_column}" FROM read_parquet(?)',
+                                            [self._read_path(uri)], uri, shard_file_name(shard))
+        if column_type != "VARCHAR":
+            raise self._not_text(uri, f"{column_type} values")
+
     def _query(self, sql: str, params: list, uri: str, example_id: str):
         try:
             return self._connection().execute(sql, params).fetchall()
@@ -129,7 +155,8 @@ class Corpus:
     def num_rows(self, shard: int) -> int:
         """Number of documents in one shard (from the parquet footer)."""
         uri = self._check_shard(shard, shard_file_name(shard))
-        rows = self._query("SELECT sum(num_rows) FROM parquet_file_metadata(?)", [uri], uri, shard_file_name(shard))
+        rows = self._query("SELECT sum(num_rows) FROM parquet_file_metadata(?)", [self._read_path(uri)], uri,
+                           shard_file_name(shard))
         return int(rows[0][0] or 0)
 
     def read_documents(self, doc_ids: Iterable[str], *, progress: bool = False) -> dict[str, str]:
@@ -160,8 +187,10 @@ class Corpus:
             found = self._query(
                 f'SELECT file_row_number, "{col}" FROM read_parquet(?, file_row_number=true) '
                 "WHERE file_row_number IN (SELECT unnest(?))",
-                [uri, sorted(rows)], uri, example)
+                [self._read_path(uri), sorted(rows)], uri, example)
             for row, text in found:
+                if text is not None and not isinstance(text, str):
+                    raise self._not_text(uri, f"{type(text).__name__} values")
                 for doc_id in rows[row]:
                     texts[doc_id] = text if text is not None else ""
             if len(found) < len(rows):
@@ -184,12 +213,18 @@ class Corpus:
         try:
             reader = self._connection().sql(
                 f'SELECT file_row_number, "{col}" FROM read_parquet(?, file_row_number=true) ORDER BY file_row_number',
-                params=[uri]).to_arrow_reader(batch_rows)
+                params=[self._read_path(uri)]).to_arrow_reader(batch_rows)
         except Exception as err:
             if type(err).__module__.startswith(("duckdb", "_duckdb")):
                 raise NanoKnowInputError(f"cannot read shard: {str(err).splitlines()[0]}", file=uri,
                                          field=self.text_column) from err
             raise
+        import pyarrow as pa
+
+        text_type = reader.schema.field(1).type
+        if not (pa.types.is_string(text_type) or pa.types.is_large_string(text_type)
+                or getattr(pa.types, "is_string_view", lambda _: False)(text_type) or pa.types.is_null(text_type)):
+            raise self._not_text(uri, f"{text_type} values")
         for batch in reader:
             rows = batch.column(0).to_pylist()
             texts = batch.column(1).to_pylist()

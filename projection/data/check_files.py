@@ -2,8 +2,10 @@
 
 Checks, per dataset and corpus: each line's shape (answers JSON, topics TSV, TREC qrels with
 ``shard_XXXXX_ROW`` doc ids), duplicate lines and qids, a qid in both splits, a supported qid
-without qrels, a qrels qid that is not a supported topic, a topic without answers. Files that
-are absent (e.g. SQuAD qrels in the reference copy) are reported as missing, not as errors.
+without qrels, a qrels qid that is not a supported topic, a topic without answers. Topics and
+qrels files that are absent (e.g. SQuAD qrels in the reference copy) are reported as missing,
+not as errors; a dataset's answers file is always needed, so its absence is an error. Bytes
+that are not UTF-8 stop the check with the file and line named.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from projection.data.data_root import resolve_data_dir
 from nanoknow_common.errors import NanoKnowInputError
 from projection.data.manifest import load_manifest
 from projection.data.files import read_answers, read_qrels, read_topics
+from nanoknow_common.file_io import text_lines
 
 MAX_ERRORS_SHOWN = 20
 
@@ -36,10 +39,9 @@ class CorpusReport:
 def _line_of(path: Path, qid: str, separator: str) -> int | None:
     """1-based line of the first record of ``qid`` in a topics/qrels file (for error messages)."""
     prefix = qid + separator
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if line.startswith(prefix):
-                return number
+    for number, line in text_lines(path):
+        if line.startswith(prefix):
+            return number
     return None
 
 
@@ -105,7 +107,12 @@ def verify_data_dir(root: Path) -> dict:
         if dataset not in answers_by_dataset:
             path = layout.answers_path(root, dataset)
             problems: list[NanoKnowInputError] = []
-            answers = read_answers(path, problems) if path.is_file() else None
+            answers = None
+            if path.is_file():
+                answers = read_answers(path, problems)
+            else:  # every dataset needs its answers: a missing one (or a folder in its place) is an error
+                problems.append(NanoKnowInputError("answers file " + ("is not a file" if path.exists() else "missing"),
+                                                   file=path))
             answers_by_dataset[dataset] = (answers, [str(p) for p in problems])
             result["datasets"][dataset] = {
                 "answers": None if answers is None else len(answers),

@@ -8,13 +8,17 @@ wants); without it, the first bad line raises (what a task loader wants).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 from projection.data import layout
-from projection.corpus.shards import DOC_ID_RE
+from projection.corpus.shards import DOC_ID_RE, canonical_doc_id
 from nanoknow_common.errors import NanoKnowInputError
+from nanoknow_common.file_io import text_lines
+
+_RELEVANCE = re.compile(r"-?[0-9]+")  # ASCII digits: int() would also take other scripts' digits
 
 
 def _report(problems: list | None, error: NanoKnowInputError) -> None:
@@ -25,10 +29,8 @@ def _report(problems: list | None, error: NanoKnowInputError) -> None:
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
     if not path.is_file():
-        raise NanoKnowInputError("file not found", file=path)
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            yield number, line.rstrip("\n").rstrip("\r")
+        raise NanoKnowInputError("file not found" if not path.exists() else "not a file", file=path)
+    yield from text_lines(path)  # bytes that are not UTF-8: an error naming the file and line
 
 
 def read_answers(path: Path, problems: list | None = None) -> dict[str, list[str]]:
@@ -109,15 +111,17 @@ def read_qrels(path: Path, problems: list | None = None) -> dict[str, list[str]]
             _report(problems, NanoKnowInputError(
                 f"{doc_id!r} is not shard_<5 digits>_<row>", field="doc_id", **where))
             continue
-        if not relevance.lstrip("-").isdigit():
+        if not _RELEVANCE.fullmatch(relevance):
             _report(problems, NanoKnowInputError(
                 f"relevance {relevance!r} is not an integer", field="relevance", **where))
             continue
-        if (qid, doc_id) in seen:
-            _report(problems, NanoKnowInputError(f"duplicate line for ({qid}, {doc_id})",
+        canonical = canonical_doc_id(doc_id)  # shard_01177_050695 is shard_01177_50695
+        if (qid, canonical) in seen:
+            same = "" if canonical == doc_id else f" (the same document as {canonical})"
+            _report(problems, NanoKnowInputError(f"duplicate line for ({qid}, {doc_id}){same}",
                                                  field="doc_id", **where))
             continue
-        seen.add((qid, doc_id))
+        seen.add((qid, canonical))
         if int(relevance) > 0:
             qrels.setdefault(qid, []).append(doc_id)
     return qrels

@@ -211,6 +211,10 @@ def _with_qrels_context(err: NanoKnowInputError, qrels_file: Path) -> NanoKnowIn
 
 def build(data_dir: Path, settings: BuildSettings, out: Path, *, progress: bool = True) -> dict:
     """Build both splits of one dataset/corpus into ``out``; returns the build info."""
+    from nanoknow_common.names import check_plain_name
+
+    check_plain_name(settings.dataset, field="--dataset")  # folders under --out and --data-dir
+    check_plain_name(settings.corpus_dir, field="--corpus-dir")
     data_dir = resolve_data_dir(data_dir)
     qrels_file = layout.qrels_path(data_dir, settings.dataset, settings.corpus_dir)
     if not qrels_file.is_file():
@@ -273,8 +277,11 @@ def build(data_dir: Path, settings: BuildSettings, out: Path, *, progress: bool 
     if without_oracle:
         log.warning("%d supported questions: none of their qrels documents contains a gold answer "
                     "any more (kept, with oracle = null; the oracle tasks skip them)", without_oracle)
-    built_layout.info_path(out, settings.dataset, settings.corpus_dir).write_text(
-        json.dumps(info, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    from nanoknow_common.file_io import naming_path
+
+    info_file = built_layout.info_path(out, settings.dataset, settings.corpus_dir)
+    with naming_path(info_file):  # a failed write (disk full) names the file
+        info_file.write_text(json.dumps(info, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     shutil.rmtree(work, ignore_errors=True)
     return info
 

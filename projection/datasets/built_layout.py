@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -69,9 +68,12 @@ def info_path(build_dir: Path, dataset: str, corpus_dir: str) -> Path:
 def write_split(table: pa.Table, path: Path) -> None:
     """Write one split deterministically (same rows -> same bytes) and atomically."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    from nanoknow_common.file_io import naming_path
+
     tmp = path.with_name(f".{path.name}.tmp")
-    pq.write_table(table.cast(SCHEMA), tmp, compression="zstd", write_statistics=True,
-                   use_dictionary=True, store_schema=True)
+    with naming_path(path):  # a failed write (disk full) names the file
+        pq.write_table(table.cast(SCHEMA), tmp, compression="zstd", write_statistics=True,
+                       use_dictionary=True, store_schema=True)
     os.replace(tmp, path)
 
 
@@ -80,12 +82,23 @@ def read_split(build_dir: Path, dataset: str, corpus_dir: str, split: str) -> pa
     path = split_path(build_dir, dataset, corpus_dir, split)
     if not path.is_file():
         raise NanoKnowInputError(f"built split not found: {path} (run `nanoknow build`)", file=path)
-    return pq.read_table(path)
+    try:
+        return pq.read_table(path)
+    except (pa.ArrowInvalid, OSError) as err:  # truncated or corrupt: name the file, no traceback
+        raise NanoKnowInputError(f"not a readable parquet file ({str(err).splitlines()[0]})", file=path) from err
 
 
 def read_info(build_dir: Path, dataset: str, corpus_dir: str) -> dict:
+    """``build_info.json`` of one build ({} when absent); raises naming the file when it is not a JSON object."""
+    from nanoknow_common.file_io import read_json
+
     path = info_path(build_dir, dataset, corpus_dir)
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    if not path.is_file():
+        return {}
+    info = read_json(path, what="build_info.json")
+    if not isinstance(info, dict):
+        raise NanoKnowInputError("build_info.json must hold a JSON object", file=path)
+    return info
 
 
 def discover_builds(build_dir: Path) -> list[tuple[str, str]]:

@@ -10,21 +10,29 @@ data commit, counts, build settings), licences and the NanoKnow citation.
 
 With ``--repo-id`` (and a token: ``--token``, ``$HF_TOKEN`` or a ``huggingface-cli login``)
 the folder is uploaded with ``huggingface_hub`` (``create_repo`` + ``upload_folder``).
+
+Nothing that publish did not write is ever deleted or uploaded: ``--out/.nanoknow-publish``
+lists the files it wrote (``--overwrite`` removes those and only those; a ``.git/`` or a
+user's file survives); ``--out`` and ``--build-dir`` may not contain each other. Every split
+is read and checked and the whole folder is written in a scratch sibling of ``--out`` first,
+then moved in; a bad input leaves ``--out`` as it was.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import json
 import logging
-import shutil
+import os
 from pathlib import Path
 
-import pyarrow.parquet as pq
 
 from projection.data import layout
 from projection.datasets import built_layout
 from nanoknow_common.errors import NanoKnowInputError
+from nanoknow_common.file_io import naming_path, read_json
+from nanoknow_common.scratch import ScratchDir
 
 log = logging.getLogger(__name__)
 
@@ -60,23 +68,84 @@ FIELDS = """| field | meaning |
 
 
 
-def _prepare_out(out: Path, overwrite: bool) -> None:
-    if out.exists() and any(out.iterdir()):
-        if not (out / MARKER).exists():
-            raise NanoKnowInputError("exists and is not an earlier `nanoknow publish` folder; choose an empty one",
-                                     field="--out", file=out)
-        if not overwrite:
-            raise NanoKnowInputError("holds an earlier publish; pass --overwrite to replace it", field="--out", file=out)
-        shutil.rmtree(out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / MARKER).write_text("written by nanoknow publish\n", encoding="utf-8")
+SCRATCH_PREFIX = ".nanoknow-publish-tmp-"
+
+
+def _check_paths(build_dir: Path, out: Path) -> None:
+    """``--build-dir`` must be a folder, ``--out`` not a file, and neither may contain the other."""
+    if not build_dir.is_dir():
+        raise NanoKnowInputError("does not exist" if not build_dir.exists() else "is not a folder",
+                                 field="--build-dir", file=build_dir)
+    if out.is_symlink() or (out.exists() and not out.is_dir()):
+        raise NanoKnowInputError("exists and is not a folder", field="--out", file=out)
+    built, target = build_dir.resolve(), out.resolve()
+    if built == target or built in target.parents or target in built.parents:
+        raise NanoKnowInputError(f"and --build-dir {build_dir} must not contain each other (or be the same folder)",
+                                 field="--out", file=out)
+
+
+def _previous_files(out: Path, overwrite: bool) -> list[str] | None:
+    """Files an earlier publish wrote into ``out``: None when ``out`` is absent, [] when empty."""
+    if not out.exists():
+        return None
+    if not any(out.iterdir()):
+        return []
+    marker = out / MARKER
+    if not marker.is_file():
+        raise NanoKnowInputError("exists and is not an earlier `nanoknow publish` folder; choose an empty one",
+                                 field="--out", file=out)
+    if not overwrite:
+        raise NanoKnowInputError("holds an earlier publish; pass --overwrite to replace it", field="--out", file=out)
+    record = read_json(marker, what="the list of files an earlier publish wrote", field="--out")
+    files = record.get("files") if isinstance(record, dict) else None
+    if not isinstance(files, list) or not all(isinstance(f, str) and _is_relative_file(f) for f in files):
+        raise NanoKnowInputError("does not list the files an earlier publish wrote (written by an older "
+                                 "version?): remove that publish yourself", field="--out", file=marker)
+    return files
+
+
+def _is_relative_file(name: str) -> bool:
+    parts = Path(name).parts
+    return bool(parts) and not Path(name).is_absolute() and ".." not in parts and name != MARKER
+
+
+def _write_marker(out: Path, files: list[str]) -> None:
+    tmp = out / f"{MARKER}.tmp"
+    with naming_path(tmp):
+        tmp.write_text(json.dumps({"written_by": "nanoknow publish", "files": sorted(files)}, indent=1) + "\n",
+                       encoding="utf-8")
+    os.replace(tmp, out / MARKER)
+
+
+def _move_in(staged: Path, out: Path, files: list[str], previous: list[str] | None) -> None:
+    """Put the staged folder's ``files`` at ``out``: a rename of the whole folder when ``out``
+    is absent; otherwise file by file (an earlier publish's files are replaced), every other
+    file in ``out`` is left alone."""
+    if previous is None:
+        os.replace(staged, out)
+        return
+    foreign = [f for f in files if f not in previous and ((out / f).exists() or (out / f).is_symlink())]
+    if foreign:
+        raise NanoKnowInputError("holds a file the earlier publish did not write where this one writes; move it "
+                                 "away", field="--out", file=out / foreign[0])
+    _write_marker(out, sorted(set(previous) | set(files)))  # an interruption below leaves every file listed
+    for name in previous:
+        if name not in files:
+            (out / name).unlink(missing_ok=True)
+            folder = (out / name).parent
+            if folder != out and folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
+    for name in files:
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        os.replace(staged / name, out / name)
+    _write_marker(out, files)
 
 
 def _read_split(build_dir: Path, dataset: str, corpus_dir: str, split: str):
     path = built_layout.split_path(build_dir, dataset, corpus_dir, split)
     if not path.is_file():
         raise NanoKnowInputError(f"split {split!r} missing (run `nanoknow build`)", field="--build-dir", file=path)
-    table = pq.read_table(path)
+    table = built_layout.read_split(build_dir, dataset, corpus_dir, split)
     missing = [f.name for f in built_layout.SCHEMA if f.name not in table.column_names]
     if missing:
         raise NanoKnowInputError(f"not a NanoKnow built split: missing column(s) {', '.join(missing)}", file=path)
@@ -91,31 +160,43 @@ def write_hub_folder(build_dir: Path, out: Path, *, licenses: list[str] | None =
     """Write every built config of ``build_dir`` to ``out`` in the Hub layout, with README.md.
 
     Returns one record per config: ``{config, dataset, corpus_dir, splits: {split: {path,
-    num_examples, num_bytes}}, info}``. Raises :class:`NanoKnowInputError` on a bad build folder.
+    num_examples, num_bytes}}, info}``. Raises :class:`NanoKnowInputError` on a bad build folder
+    or ``--out`` (before ``out`` is changed).
     """
     build_dir, out = Path(build_dir), Path(out)
-    if not build_dir.is_dir():
-        raise NanoKnowInputError("does not exist", field="--build-dir", file=build_dir)
+    _check_paths(build_dir, out)
     builds = built_layout.discover_builds(build_dir)
     if not builds:
         raise NanoKnowInputError("no built dataset (<dataset>/<corpus_dir>/supported.parquet) found; "
                                  "run `nanoknow build` first", field="--build-dir", file=build_dir)
-    _prepare_out(out, overwrite)
+    previous = _previous_files(out, overwrite)
     configs = []
-    for dataset, corpus_dir in builds:
-        config = built_layout.config_name(dataset, corpus_dir)
-        record = {"config": config, "dataset": dataset, "corpus_dir": corpus_dir, "splits": {},
-                  "info": built_layout.read_info(build_dir, dataset, corpus_dir)}
-        for split in layout.SPLITS:
-            table = _read_split(build_dir, dataset, corpus_dir, split)
-            relative = f"{config}/{SHARD.format(split=split)}"
-            built_layout.write_split(table, out / relative)
-            record["splits"][split] = {"path": relative, "num_examples": table.num_rows,
-                                       "num_bytes": int(table.nbytes)}
-        configs.append(record)
-        log.info("%s: %s", config, ", ".join(f"{s} {v['num_examples']}" for s, v in record["splits"].items()))
-    (out / "README.md").write_text(dataset_card(configs, licenses=licenses, repo_id=repo_id), encoding="utf-8")
+    with ScratchDir(out.parent, SCRATCH_PREFIX) as scratch:
+        staged = scratch / "out"
+        for dataset, corpus_dir in builds:
+            config = built_layout.config_name(dataset, corpus_dir)
+            record = {"config": config, "dataset": dataset, "corpus_dir": corpus_dir, "splits": {},
+                      "info": built_layout.read_info(build_dir, dataset, corpus_dir)}
+            for split in layout.SPLITS:
+                table = _read_split(build_dir, dataset, corpus_dir, split)
+                relative = f"{config}/{SHARD.format(split=split)}"
+                built_layout.write_split(table, staged / relative)
+                record["splits"][split] = {"path": relative, "num_examples": table.num_rows,
+                                           "num_bytes": int(table.nbytes)}
+            configs.append(record)
+            log.info("%s: %s", config, ", ".join(f"{s} {v['num_examples']}" for s, v in record["splits"].items()))
+        with naming_path(staged / "README.md"):
+            (staged / "README.md").write_text(dataset_card(configs, licenses=licenses, repo_id=repo_id),
+                                              encoding="utf-8")
+        files = written_files(configs)
+        _write_marker(staged, files)
+        _move_in(staged, out, files, previous)
     return configs
+
+
+def written_files(configs: list[dict]) -> list[str]:
+    """The files publish writes for ``configs`` (relative to ``--out``), besides its marker."""
+    return sorted(["README.md"] + [v["path"] for c in configs for v in c["splits"].values()])
 
 
 def _licenses(configs: list[dict]) -> list[str]:
@@ -228,8 +309,10 @@ def upload(out: Path, repo_id: str, *, token: str, private: bool) -> str:
 
     api = HfApi(token=token)
     api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
+    record = read_json(out / MARKER, what="the list of files publish wrote", field="--out")
     info = api.upload_folder(repo_id=repo_id, repo_type="dataset", folder_path=str(out),
                              commit_message=f"NanoKnow datasets (nanoknow {version('nanoknow')})",
+                             allow_patterns=record["files"],  # only what publish wrote, never a user's file
                              ignore_patterns=[MARKER], delete_patterns=["*.parquet", "**/*.parquet"])
     return getattr(info, "commit_url", str(info))
 

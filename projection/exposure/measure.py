@@ -12,7 +12,7 @@ import logging
 import statistics
 from pathlib import Path
 
-from projection.corpus.shards import Corpus, shard_file_name
+from projection.corpus.shards import Corpus, duckdb_literal_path, shard_file_name
 from nanoknow_common.errors import NanoKnowInputError
 
 log = logging.getLogger(__name__)
@@ -45,9 +45,10 @@ def measure_shard_chars(corpus: str | Path | Corpus, min_total_chars: float, *, 
                 raise NanoKnowInputError(
                     f"{shard_file_name(shard)} is missing: shards 0..{shard - 1} hold {total:,} characters, fewer "
                     f"than the {min_total_chars:,.0f} the run may have read", file=str(corpus.location), field="corpus")
-            uri = corpus.shard_uri(shard)
+            uri = corpus.shard_uri(shard)  # local paths escaped: a glob character in a folder name is literal
             (count,), = con.execute(
-                f'SELECT coalesce(sum(length("{corpus.text_column}")), 0) FROM read_parquet(?)', [uri]).fetchall()
+                f'SELECT coalesce(sum(length("{corpus.text_column}")), 0) FROM read_parquet(?)',
+                [uri if corpus.remote else duckdb_literal_path(uri)]).fetchall()
             sizes.append(int(count))
             total += int(count)
             bar.update(1)

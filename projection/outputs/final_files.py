@@ -37,8 +37,11 @@ def summary_path(root: Path, dataset: str, corpus_dir: str) -> Path:
 
 def _write_atomic(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
+    from nanoknow_common.file_io import naming_path
+
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
+    with naming_path(path):  # a failed write (disk full) names the file
+        tmp.write_bytes(data)
     os.replace(tmp, path)
 
 

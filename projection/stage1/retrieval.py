@@ -63,9 +63,13 @@ class IndexTexts:
 
 def bm25_batch(searcher, questions: list[Question], *, k: int = 100, threads: int = 1) -> dict[str, list[tuple[str, float]]]:
     """``{qid: [(doc_id, score), ...]}`` ranked, from one multi-threaded batch search."""
+    from nanoknow_common.interrupts import call_interruptibly
+
     if not questions:
         return {}
-    hits = searcher.batch_search([q.question for q in questions], [q.qid for q in questions], k=k, threads=threads)
+    # one long Java call: run so that a stop signal is handled at once (see nanoknow_common.interrupts)
+    hits = call_interruptibly(searcher.batch_search, [q.question for q in questions], [q.qid for q in questions],
+                              k=k, threads=threads)
     return {q.qid: [(h.docid, float(h.score)) for h in hits.get(q.qid, [])] for q in questions}
 
 
