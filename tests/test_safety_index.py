@@ -225,7 +225,7 @@ def test_a_jvm_crash_writes_its_file_to_the_temporary_folder_not_the_working_fol
     work, tmp = tmp_path / "work", tmp_path / "tmp"
     work.mkdir()
     tmp.mkdir()
-    script = ("import os, signal\nfrom projection.index import lucene\nlucene._load()\n"
+    script = ("import os, signal\nfrom projection.index import lucene\nlucene.start_java()\n"
               "os.kill(os.getpid(), signal.SIGSEGV)\n")
     proc = subprocess.run([sys.executable, "-c", script], cwd=work, env={**os.environ, "TMPDIR": str(tmp)},
                           capture_output=True, text=True, timeout=120)
@@ -240,7 +240,7 @@ def test_the_jvm_runs_with_reduced_signal_use_and_its_crash_files_in_tmp():
 
     from projection.index import lucene
 
-    autoclass = lucene._load()["autoclass"]
+    autoclass = lucene.start_java()["autoclass"]
     arguments = autoclass("java.lang.management.ManagementFactory").getRuntimeMXBean().getInputArguments()
     arguments = [arguments.get(i) for i in range(arguments.size())]
     assert "-Xrs" in arguments

@@ -108,7 +108,7 @@ def _without_vector_module_option():
             jnius_config.options[:] = [o for o in jnius_config.options if o not in _DROPPED_JVM_OPTIONS]
 
 
-def _load() -> dict:
+def start_java() -> dict:
     """Start the JVM with Anserini's jar (once per process) and return the classes we use."""
     global _modules
     with _lock:
@@ -143,7 +143,7 @@ def _load() -> dict:
 def _searcher() -> type:
     """pyserini's ``LuceneSearcher`` (its import loads torch and transformers: only when searching)."""
     global _searcher_class
-    _load()
+    start_java()
     with _lock:
         if _searcher_class is None:
             with _without_vector_module_option(), _placeholder_openai_key():
@@ -184,7 +184,7 @@ def open_searcher(index_dir: str | Path):
 def index_num_docs(index_dir: str | Path) -> int:
     """Number of documents in a Lucene index (read with Lucene directly: no searcher import)."""
     path = check_index_dir(index_dir)
-    autoclass = _load()["autoclass"]
+    autoclass = start_java()["autoclass"]
     reader_cls = autoclass("org.apache.lucene.index.DirectoryReader")
     directory = autoclass("org.apache.lucene.store.FSDirectory").open(
         autoclass("java.io.File")(str(path.resolve())).toPath())
@@ -208,7 +208,7 @@ def build_index(json_dir: str | Path, index_dir: str | Path, *, threads: int = 1
     Positions are always stored (phrase queries); raw text, contents and doc vectors only when
     asked: text can be read from the parquet corpus at search time.
     """
-    cls = _load()["IndexCollection"]
+    cls = start_java()["IndexCollection"]
     args = ["-collection", "JsonCollection", "-generator", "DefaultLuceneDocumentGenerator",
             "-input", str(json_dir), "-index", str(index_dir), "-threads", str(int(threads)),
             "-storePositions"]
