@@ -28,6 +28,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "convert-nanochat": ("nanochat_adapter.convert", "convert a nanochat checkpoint to a transformers folder"),
     "diary make": ("nanoknow_tasks.diary.generate", "generate the diary knowledge-extent benchmark"),
     "diary train": ("nanoknow_tasks.diary.train", "train a tiny nanochat model on a diary set (CPU recipe)"),
+    "diary finetune": ("nanoknow.diary.cli_finetune", "fine-tune a pretrained HF model on a diary set, stop at the plateau"),
+    "diary sweep": ("nanoknow.diary.cli_sweep", "fine-tune and evaluate a grid of models x diary sizes x variants"),
+    "diary report": ("nanoknow.diary.cli_report", "draw the diary figures (accuracy vs model size) from lm-eval outputs"),
 }
 
 log = logging.getLogger("nanoknow")
