@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from diary_tiny_models import save_tiny_gpt2, save_tiny_t5
+
 from nanoknow.cli import main
 from nanoknow.diary.callbacks import PlateauStop
 from nanoknow.diary.examples import Document, decoder_examples, seq2seq_examples
-from nanoknow.diary.figures import _model_args
+from nanoknow.diary.figures import _model_args, gap_rows, load_results, plot_accuracy_vs_size, plot_simplified_gap
 from nanoknow.diary.sweep import load_grid
 from nanoknow_tasks.diary.build import generate_diary_set
 from nanoknow_tasks.diary.files import write_diary_set
@@ -170,6 +170,17 @@ def test_sweep_trains_evaluates_resumes_and_report_draws_both_figures(tiny, caps
     for name in ("diary_accuracy_vs_size.png", "diary_simplified_gap.png"):
         image = matplotlib.image.imread(figures / name)
         assert image.shape[0] > 300 and image.shape[1] > 300 and image.std() > 0.01
+    # what the figures plot: standard solid, simplified dashed, at the recorded parameter count; the gap
+    loaded = load_results([out / "eval"])
+    lines = [line for line in plot_accuracy_vs_size(loaded).axes[0].get_lines() if not line.get_label().startswith("_")]
+    styles = {line.get_label(): (line.get_linestyle(), list(line.get_xdata()), list(line.get_ydata())) for line in lines}
+    by_variant = {r["variant"]: 100 * r["value"] for r in loaded}
+    assert styles == {"1k standard": ("-", [info["parameters"]], [by_variant["standard"]]),
+                      "1k simplified": ("--", [info["parameters"]], [by_variant["simplified"]])}
+    gap, = gap_rows(loaded)
+    assert gap["gap_pp"] == pytest.approx(by_variant["simplified"] - by_variant["standard"])
+    gap_line, = [line for line in plot_simplified_gap(loaded).axes[0].get_lines() if line.get_label() == "1k"]
+    assert list(gap_line.get_ydata()) == [gap["gap_pp"]]
 
 
 def test_seq2seq_plateau_stop_and_lm_eval_cli_loads_the_best_checkpoint(tiny, run):

@@ -6,8 +6,8 @@ import json
 import logging
 import math
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from transformers import TrainerCallback
 

@@ -49,6 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="validation metric that picks the best checkpoint (ties: lower validation loss)")
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default=_DEFAULTS.device)
     parser.add_argument("--bf16", action="store_true", help="bfloat16 mixed precision")
+    parser.add_argument("--no-eval-on-start", dest="eval_on_start", action="store_false",
+                        help="skip the validation before training (default: validate the pretrained model first)")
     parser.add_argument("--no-group-by-length", dest="group_by_length", action="store_false",
                         help="plain random batches (default: batches of similar lengths, in random order)")
     for option, (name, kind, text) in _OPTIONS.items():

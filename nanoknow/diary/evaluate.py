@@ -25,7 +25,7 @@ def results_files(folder: str | Path) -> list[Path]:
 
 
 def evaluate_checkpoint(checkpoint: str | Path, *, diary_dir: str | Path, output_path: str | Path,
-                        batch_size: int | str = 16, device: str | None = None, limit: int | float | None = None,
+                        batch_size: int | str = 16, device: str | None = None, limit: float | None = None,
                         gen_kwargs: str | None = None) -> Path:
     """Run the ``nanoknow_diary_*`` task matching ``checkpoint``'s run on ``diary_dir``; return the results file."""
     import lm_eval

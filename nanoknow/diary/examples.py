@@ -16,10 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from projection.errors import NanoKnowInputError
-
 from nanoknow_tasks.diary import schema
 from nanoknow_tasks.diary.files import MANIFEST, read_manifest
+from projection.errors import NanoKnowInputError
 
 #: ``kind`` of the documents in the shards (``nanoknow_tasks.diary.build``).
 KINDS = ("entry", "merged", "qa")

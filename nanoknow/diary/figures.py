@@ -21,9 +21,8 @@ import math
 import re
 from pathlib import Path
 
-from projection.errors import NanoKnowInputError
-
 from nanoknow_tasks.diary.build import SIZES
+from projection.errors import NanoKnowInputError
 
 from .run_info import read_run_info
 
@@ -165,6 +164,10 @@ def plot_accuracy_vs_size(rows: list[dict], metric: str = "exact_recall"):
                 low = [max(0.0, y - 100 * r["ci_low"]) if math.isfinite(r["ci_low"]) else 0.0 for y, r in zip(ys, line)]
                 high = [max(0.0, 100 * r["ci_high"] - y) if math.isfinite(r["ci_high"]) else 0.0 for y, r in zip(ys, line)]
                 ax.errorbar(xs, ys, yerr=[low, high], fmt="none", ecolor=color, alpha=0.35, capsize=2)
+                if size == next(iter(colors)) and variant == "standard":  # name the models once
+                    for x, y, r in zip(xs, ys, line):
+                        ax.annotate(r["label"], (x, y), textcoords="offset points", xytext=(4, 6), fontsize=7,
+                                    color="dimgray", rotation=30)
         ax.set_xscale("log")
         ax.set_ylim(-3, 103)
         ax.set_title(family)

@@ -63,6 +63,7 @@ class FinetuneSettings:
     max_steps: int = -1  #: stop after this many optimizer steps (-1: no limit)
     max_minutes: float | None = None  #: stop after this much wall time (evaluating the last step)
     eval_steps: int = 500
+    eval_on_start: bool = True  #: validate the model before training too (the curve's first point)
     patience: int = 5  #: evaluations without improvement before stopping
     min_delta: float = 0.0
     select: str = "exact_recall"  #: validation metric that picks the best checkpoint (or ``loss``)
@@ -144,8 +145,10 @@ def _finished_run(run: Path, settings: FinetuneSettings) -> FinetuneResult | Non
     result_path = run / RESULT_FILE
     if not result_path.is_file():
         return None
-    previous = json.loads(settings_path.read_text(encoding="utf-8"))
     current = _identity(settings)
+    # a setting added after the run was made counts as its default
+    defaults = {f.name: f.default for f in dataclasses.fields(FinetuneSettings) if f.name in current}
+    previous = {**defaults, **json.loads(settings_path.read_text(encoding="utf-8"))}
     if previous != current:
         changed = sorted(k for k in set(previous) | set(current) if previous.get(k) != current.get(k))
         raise NanoKnowInputError(f"finished with other settings ({', '.join(changed)}); pick a new --out",
@@ -179,9 +182,20 @@ def load_model_and_tokenizer(model: str, gguf_file: str | None = None):
         config = AutoConfig.from_pretrained(model, **kwargs)
         tokenizer = AutoTokenizer.from_pretrained(model, **kwargs)
         auto = AutoModelForSeq2SeqLM if getattr(config, "is_encoder_decoder", False) else AutoModelForCausalLM
+        if gguf_file:  # unpack every GGUF block into a plain dense float32 model, which can be trained
+            from transformers import GgufConfig
+
+            kwargs["quantization_config"] = GgufConfig(gguf_file=gguf_file, dequantize=True)
         loaded = auto.from_pretrained(model, dtype=torch.float32, **kwargs)
     except (OSError, ValueError) as err:
         raise NanoKnowInputError(f"cannot load {model!r}: {str(err).splitlines()[0]}", field="--model") from None
+    if gguf_file and getattr(loaded, "hf_quantizer", None) is not None:
+        packed = [name for name, module in loaded.named_modules() if "gguf" in type(module).__name__.lower()]
+        if packed or any(not p.is_floating_point() for p in loaded.parameters()):
+            raise NanoKnowInputError(f"{gguf_file} loaded with packed GGUF layers ({packed[:2]}); cannot be trained",
+                                     field="--gguf-file")
+        # the weights are dense now: drop the quantizer so the Trainer trains it and save_pretrained writes it
+        loaded.hf_quantizer.remove_quantization_config(loaded)
     return loaded, tokenizer
 
 
@@ -329,7 +343,8 @@ def finetune(settings: FinetuneSettings) -> FinetuneResult:
     plateau = PlateauStop(settings.select, settings.patience, settings.min_delta, save_best)
     time_limit = TimeLimit(settings.max_minutes * 60 if settings.max_minutes else None)
     args = TrainingArguments(
-        output_dir=str(run / "trainer"), eval_strategy="steps", eval_steps=settings.eval_steps, eval_on_start=True,
+        output_dir=str(run / "trainer"), eval_strategy="steps", eval_steps=settings.eval_steps,
+        eval_on_start=settings.eval_on_start,
         save_strategy="no", logging_strategy="steps", logging_steps=settings.logging_steps, logging_first_step=True,
         per_device_train_batch_size=settings.batch_size, per_device_eval_batch_size=settings.eval_batch_size,
         gradient_accumulation_steps=settings.gradient_accumulation, learning_rate=settings.learning_rate,

@@ -10,9 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from projection.errors import NanoKnowInputError
-
 from nanoknow_tasks.diary.build import SIZES
+from projection.errors import NanoKnowInputError
 
 RUN_INFO = "diary_run.json"
 
@@ -54,7 +53,7 @@ def read_run_info(checkpoint: str | Path) -> dict:
 
 
 def lm_eval_argv(checkpoint: str | Path, info: dict, *, diary_dir: str | Path, output_path: str | Path,
-                 device: str | None = None, batch_size: str | int = 16, limit: int | float | None = None,
+                 device: str | None = None, batch_size: str | int = 16, limit: float | None = None,
                  gen_kwargs: str | None = None) -> list[str]:
     """``lm_eval`` arguments that evaluate ``checkpoint`` on its diary task's test split, logging samples."""
     task = task_for(info["diarists"])

@@ -28,9 +28,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from projection.errors import NanoKnowInputError
-
 from nanoknow_tasks.diary.build import DEFAULT_SEED, SIZES
+from projection.errors import NanoKnowInputError
 
 from .finetune import VARIANTS, FinetuneSettings
 from .run_info import default_label
