@@ -32,6 +32,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "diary train": ("nanoknow.commands.diary_train", "train a tiny nanochat model on a diary set (CPU recipe)"),
     "exposure": ("nanoknow.commands.exposure", "split questions by what a checkpoint read (seen/unseen, frequency read)"),
     "serve-index": ("nanoknow.commands.serve_index", "serve a Lucene index over HTTP (for project --retriever rest)"),
+    "diary finetune": ("nanoknow.commands.diary_finetune", "fine-tune a pretrained HF model on a diary set, stop at the plateau"),
+    "diary sweep": ("nanoknow.commands.diary_sweep", "fine-tune and evaluate a grid of models x diary sizes x variants"),
+    "diary report": ("nanoknow.commands.diary_report", "draw the diary figures (accuracy vs model size) from lm-eval outputs"),
 }
 
 log = logging.getLogger("nanoknow")
