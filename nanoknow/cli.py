@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "make-sample-corpus": ("projection.sample_corpus", "write a small FineWeb-like corpus with planted answers"),
     "index": ("projection.indexing", "build a Lucene BM25 index over parquet shards"),
     "project": ("projection.pipeline", "project a QA benchmark onto a corpus (BM25, matching, LLM verification)"),
+    "count": ("projection.count.cli", "count every question's answer documents over the whole corpus (both rules)"),
     "build": ("projection.build", "build NanoKnow datasets with oracle and distractor passages"),
     "publish": ("projection.publish", "write (and upload) built datasets in the Hugging Face Hub layout"),
     "report": ("nanoknow.report", "summarise lm-eval outputs into tables and plots"),
