@@ -47,7 +47,7 @@ class CountSettings:
     text_column: str = "text"
     shards: str | None = None                # e.g. "0-99,120"; default every shard of a local corpus
     resume: bool = False
-    batch_rows: int = 1024                   # rows per record batch read from a shard
+    batch_rows: int = 1024                   # rows per record batch read from a shard (local runs)
     ray: str | None = None                   # None: this process; "local", "auto" or a Ray address
     workers: int | None = None               # Ray: matcher tasks at once (default: the cluster's CPUs)
     progress: bool = True
@@ -159,7 +159,7 @@ def count_answers(settings: CountSettings) -> dict:
             from projection.count.ray_count import count_with_ray
 
             count_with_ray(corpus, questions, todo, out, address=settings.ray, workers=settings.workers,
-                           batch_rows=settings.batch_rows, progress=settings.progress)
+                           progress=settings.progress)
         else:
             matcher = AnswerMatcher([q.answers for q in questions])
             log.info("matcher: %d substring keys, %d token keys for %d questions", matcher.num_keys["substring"],

@@ -93,8 +93,7 @@ def _connect(address: str, workers: int | None) -> bool:
 
 
 def count_with_ray(corpus: Corpus, questions: Sequence[CountQuestion], todo: list[int], out: Path, *,
-                   address: str = "auto", workers: int | None = None, batch_rows: int = 1024,
-                   progress: bool = True) -> None:
+                   address: str = "auto", workers: int | None = None, progress: bool = True) -> None:
     """Count ``todo`` shards with Ray Data; write each shard's result when it is complete."""
     joined_here = _connect(address, workers)
     import ray
@@ -105,17 +104,15 @@ def count_with_ray(corpus: Corpus, questions: Sequence[CountQuestion], todo: lis
         for shard in todo:  # checked here, so a bad shard is a one-line error, not a failed task
             check_text_column(corpus, shard)
             expected[shard] = corpus.num_rows(shard)
-        partial = {s: [np.zeros(len(questions), np.int64), np.zeros(len(questions), np.int64), 0] for s in todo}
-
-        def finish_if_complete(shard):
-            substring, token, documents = partial[shard]
-            if documents == expected[shard]:
-                results.write_shard_result(out, shard, documents, questions, substring, token)
-                del partial[shard]
-
+        # counts of the shards under way only (allocated at their first rows), so memory does not
+        # grow with the number of shards
+        partial: dict[int, list] = {}
         for shard in todo:
-            finish_if_complete(shard)  # empty shards
-        if not partial:
+            if expected[shard] == 0:
+                results.write_shard_result(out, shard, 0, questions, np.zeros(len(questions), np.int64),
+                                           np.zeros(len(questions), np.int64))
+        remaining = [s for s in todo if expected[s] > 0]
+        if not remaining:
             return
         context = ray.data.DataContext.get_current()
         context.enable_progress_bars = False
@@ -123,26 +120,34 @@ def count_with_ray(corpus: Corpus, questions: Sequence[CountQuestion], todo: lis
             workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
         answers_ref = ray.put([list(q.answers) for q in questions])
         column = corpus.text_column
-        # at least one read task per shard (Ray would otherwise merge small files into one task)
-        dataset = ray.data.read_parquet([corpus.shard_uri(s) for s in partial], columns=[column],
-                                        include_paths=True, override_num_blocks=max(workers, len(partial)))
-        counted = dataset.map_batches(count_batch, batch_format="pyarrow", batch_size=batch_rows,
+        # the read gets the same task limit as the count, so the two fuse into one task
+        dataset = ray.data.read_parquet([corpus.shard_uri(s) for s in remaining], include_paths=True,
+                                        override_num_blocks=max(workers, len(remaining)), concurrency=workers)
+        dataset = dataset.select_columns([column, "path"])  # pushed down: only the text is read
+        # batch_size=None: a whole read block per call (a fixed size would stop the fusion)
+        counted = dataset.map_batches(count_batch, batch_format="pyarrow", batch_size=None,
                                       compute=ray.data.TaskPoolStrategy(size=workers),
                                       fn_kwargs={"key": fingerprint(questions), "answers_ref": answers_ref,
                                                  "column": column})
-        total = sum(expected[s] for s in partial)
+        total = sum(expected[s] for s in remaining)
+        finished = 0
         with tqdm(total=total, desc=f"counting answers (Ray, {workers} tasks)", unit="doc", unit_scale=True,
                   disable=not progress) as bar:
             for block in counted.iter_batches(batch_format="pyarrow", batch_size=None):
                 for row in block.to_pylist():
                     shard = _shard_of(row["path"])
+                    if shard not in partial:
+                        partial[shard] = [np.zeros(len(questions), np.int64), np.zeros(len(questions), np.int64), 0]
                     entry = partial[shard]
                     entry[0][row["questions"]] += row["substring"]
                     entry[1][row["questions"]] += row["token"]
                     entry[2] += row["documents"]
                     bar.update(row["documents"])
-                    finish_if_complete(shard)
-        if partial:
+                    if entry[2] == expected[shard]:
+                        results.write_shard_result(out, shard, entry[2], questions, entry[0], entry[1])
+                        del partial[shard]
+                        finished += 1
+        if finished < len(remaining):
             left = {f"{s:05d}": f"{v[2]}/{expected[s]}" for s, v in partial.items()}
             raise RuntimeError(f"Ray returned too few rows for shards {left}")
     finally:
