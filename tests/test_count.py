@@ -159,10 +159,11 @@ def test_matcher_random_strings_equal_reference_rules():
 
 def test_document_normalisation_equals_reference_over_every_code_point():
     """The fast tokenisation and whitespace collapse agree with the reference on every assigned
-    code point, alone and next to letters, spaces and a capital sigma (final-sigma context)."""
+    code point, alone and next to letters, digits, ASCII punctuation, spaces and a capital
+    sigma (final-sigma context)."""
     chars = [chr(c) for c in range(sys.maxunicode + 1)
              if unicodedata.category(chr(c)) not in ("Cn", "Co", "Cs")]
-    for context in ("{}", "A{}b ", "ΑΣ{}Β ", "Σ{} "):
+    for context in ("{}", "A{}b ", "x{0}.{0}-1{0} ", "ΑΣ{}Β "):
         text = "".join(context.format(c) for c in chars)
         assert document_tokens(text) == answer_tokens(text), context
         assert " ".join(text.lower().split()) == normalize(text).strip(), context

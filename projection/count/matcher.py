@@ -71,6 +71,9 @@ _TOKEN_FLAT = regex.compile(r"[\p{L}\p{N}\p{M}]+|[^\p{Z}\p{C}]")
 # The same classes on lower-cased ASCII: [a-z0-9] are L/N, space is Z, \x00-\x1f and \x7f
 # are C, every other printable character is a one-character token.
 _TOKEN_ASCII = re.compile(r"[a-z0-9]+|[!-/:-@\[-`{-~]")
+# ASCII tokens, with every non-ASCII character taken into the run around it; such runs are
+# tokenised again with _TOKEN_FLAT (the characters around a run end tokens either way).
+_TOKEN_MIXED = re.compile(r"(?:[a-z0-9]|[^\x00-\x7f])+|[!-/:-@\[-`{-~]")
 _CAPITAL_SIGMA = "\u03a3"  # the only character whose lower case depends on its neighbours
 _SHORT_BYTES = 2  # substring keys of at most this many UTF-8 bytes go to the byte tables
 _MATRIX_CELLS = 1 << 24  # bound on batch x questions of the (document, question) matrix
@@ -88,13 +91,19 @@ def token_key(answer: str) -> tuple[str, ...]:
 
 
 def document_tokens(text: str) -> list[str]:
-    """``answer_tokens(text)``, computed with one regex pass over the lower-cased text."""
+    """``answer_tokens(text)``, computed on the lower-cased text with ASCII patterns where they suffice."""
     if text.isascii():
         return _TOKEN_ASCII.findall(text.lower())
     nfd = unicodedata.normalize("NFD", text)
     if _CAPITAL_SIGMA in nfd:
         return [token.lower() for token in _TOKEN_FLAT.findall(nfd)]
-    return _TOKEN_FLAT.findall(nfd.lower())
+    tokens: list[str] = []
+    for token in _TOKEN_MIXED.findall(nfd.lower()):
+        if token.isascii():
+            tokens.append(token)
+        else:
+            tokens += _TOKEN_FLAT.findall(token)
+    return tokens
 
 
 class _Keys:
