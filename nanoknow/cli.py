@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "diary finetune": ("nanoknow.commands.diary_finetune", "fine-tune a pretrained HF model on a diary set, stop at the plateau"),
     "diary sweep": ("nanoknow.commands.diary_sweep", "fine-tune and evaluate a grid of models x diary sizes x variants"),
     "diary report": ("nanoknow.commands.diary_report", "draw the diary figures (accuracy vs model size) from lm-eval outputs"),
+    "count": ("nanoknow.commands.count", "count every question's answer documents over the whole corpus (both rules)"),
 }
 
 log = logging.getLogger("nanoknow")
