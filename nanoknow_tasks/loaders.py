@@ -47,6 +47,26 @@ log = logging.getLogger(__name__)
 
 DEFAULT_CORPUS = "fineweb-edu"
 QUESTION_COLUMNS = ("qid", "question", "answers", "answer_frequency", "split", "qrels_shards")
+#: kept when the rows have them: whole-corpus answer documents (``nanoknow build --counts``)
+OPTIONAL_COLUMNS = ("corpus_answer_docs",)
+
+
+def _columns(rows: datasets.Dataset, *extra: str) -> list[str]:
+    return [*QUESTION_COLUMNS, *(c for c in OPTIONAL_COLUMNS if c in rows.column_names), *extra]
+
+
+def _with_answer_counts(rows: datasets.Dataset, dataset: str, metadata: dict) -> datasets.Dataset:
+    """``--metadata '{"answer_counts": "<nanoknow count output>"}'`` adds ``corpus_answer_docs``."""
+    if not metadata.get("answer_counts"):
+        return rows
+    from projection.count import read_counts
+
+    counts = read_counts(str(metadata["answer_counts"]), dataset)
+    values = [{"substring": counts[q].substring, "token": counts[q].token} if q in counts else None
+              for q in rows["qid"]]
+    if "corpus_answer_docs" in rows.column_names:
+        rows = rows.remove_columns("corpus_answer_docs")
+    return rows.add_column("corpus_answer_docs", values)
 
 
 def _built_source(metadata: dict) -> tuple[str, str] | None:
@@ -200,10 +220,11 @@ def load_question_split(nanoknow_dataset: str, nanoknow_split: str, nanoknow_exp
     if source is not None:
         rows = _read_built(source, nanoknow_dataset, corpus_dir, nanoknow_split)
         rows = _with_qrels_shards(rows, nanoknow_dataset, corpus_dir, metadata)
-        rows = rows.select_columns(list(QUESTION_COLUMNS))
+        rows = rows.select_columns(_columns(rows))
     else:
         rows = _question_rows(resolve_data_dir(metadata.get("data_dir")), nanoknow_dataset, corpus_dir,
                               nanoknow_split)
+    rows = _with_answer_counts(rows, nanoknow_dataset, metadata)
     return _test_split(_exposure_subset(rows, nanoknow_exposure, metadata, dataset=nanoknow_dataset,
                                         corpus_dir=corpus_dir, task=task))
 
@@ -229,6 +250,7 @@ def load_context_split(nanoknow_dataset: str, nanoknow_split: str, nanoknow_cont
             "--metadata '{\"dataset_repo\": \"ORG/NAME\"}' for a published copy", field="dataset_dir")
     rows = _read_built(source, nanoknow_dataset, corpus_dir, nanoknow_split)
     rows = _with_qrels_shards(rows, nanoknow_dataset, corpus_dir, metadata)
+    rows = _with_answer_counts(rows, nanoknow_dataset, metadata)
     if nanoknow_exposure is not None:
         task = f"nanoknow_{nanoknow_dataset}_{nanoknow_exposure}_{nanoknow_context}"
         rows = _exposure_subset(rows, nanoknow_exposure, metadata, dataset=nanoknow_dataset,
@@ -244,4 +266,4 @@ def load_context_split(nanoknow_dataset: str, nanoknow_split: str, nanoknow_cont
                     nanoknow_dataset, nanoknow_split, len(contexts) - len(keep), len(contexts), nanoknow_context)
     rows = rows.select(keep).add_column("context", [contexts[i] for i in keep])
     extra = [c for c in ("exposure_status", "frequency_read") if c in rows.column_names]
-    return _test_split(rows.select_columns([*QUESTION_COLUMNS, *extra, "context"]))
+    return _test_split(rows.select_columns(_columns(rows, *extra, "context")))

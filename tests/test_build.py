@@ -173,3 +173,53 @@ def test_cli_missing_qrels_is_exit_2(run, sample, tmp_path):
     proc = run(["nanoknow", "build", "--data-dir", str(root), "--dataset", "nq", "--corpus-dir", "nowhere",
                 "--corpus", str(corpus), "--out", str(tmp_path)], check=False)
     assert proc.returncode == 2 and "qrels file not found" in proc.stderr
+
+
+def test_build_carries_whole_corpus_answer_counts(run, sample, tmp_path):
+    """``nanoknow count`` then ``nanoknow build --counts``: every row carries its uncapped counts,
+    which are at least the verified qrels (the qrels are a subset of the answer documents)."""
+    questions, corpus, root, qrels, _, _ = sample
+    counts = tmp_path / "counts"
+    run(["nanoknow", "count", "--data-dir", str(root), "--dataset", "nq", "--corpus-name", CORPUS_DIR,
+         "--corpus", str(corpus), "--out", str(counts)])
+    out = tmp_path / "build"
+    run(["nanoknow", "build", "--data-dir", str(root), "--dataset", "nq", "--corpus-dir", CORPUS_DIR,
+         "--corpus", str(corpus), "--out", str(out), "--counts", str(counts)])
+    from projection.count import read_counts
+
+    expected = read_counts(counts, "nq")
+    rows = [r for s in layout.SPLITS for r in pq.read_table(built_layout.split_path(out, "nq", CORPUS_DIR, s)).to_pylist()]
+    assert {r["qid"] for r in rows} == set(expected)
+    for row in rows:
+        docs = row["corpus_answer_docs"]
+        assert (docs["substring"], docs["token"]) == (expected[row["qid"]].substring, expected[row["qid"]].token)
+        with_answer = sum(bool(answers_in_text(t, row["answers"])) for t in Corpus(corpus).read_documents(
+            qrels.get(row["qid"], [])).values())
+        assert docs["substring"] >= with_answer  # every qrels document holding an answer is counted
+    assert any(r["corpus_answer_docs"]["substring"] > (r["answer_frequency"] or 0) for r in rows)
+
+
+def test_report_shows_capped_and_uncapped_frequency_and_draws_either(tmp_path):
+    from nanoknow.report.write_report import write_report
+    from test_report_inputs import CLOSEDBOOK, ORACLE, write_lm_eval_folder
+
+    folder = write_lm_eval_folder(tmp_path / "runs" / "m", "m", {CLOSEDBOOK[0]: [True, False, True, False],
+                                                                  ORACLE: [True, True, False, True]})
+    uncapped = [(3, 2), (150, 40), (25, 25), (0, 0)]
+    capped = [3, 100, 20, 1]
+    for task in (CLOSEDBOOK[0], ORACLE):
+        path = next(folder.glob(f"samples_{task}_*.jsonl"))
+        lines = [json.loads(line) for line in path.read_text().splitlines()]
+        for line, (sub, tok), freq in zip(lines, uncapped, capped):
+            line["doc"]["answer_frequency"] = freq
+            line["doc"]["corpus_answer_docs"] = {"substring": sub, "token": tok}
+        path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    report = write_report([folder], tmp_path / "report", frequency_axis="token")
+    cap = {r["task"]: r for r in report.answer_counts}
+    assert cap[CLOSEDBOOK[0]]["at_cap"] == 1 and cap[CLOSEDBOOK[0]]["above_cap_uncapped"] == 1
+    assert cap[ORACLE]["median_uncapped_substring"] == 14 and cap[ORACLE]["median_capped"] == 11.5
+    closed = {r["bucket"]: r for r in report.frequency if r["task"] == CLOSEDBOOK[0]}
+    # buckets by the token rule: 2 -> 1-5 (correct), 40 -> 21-50 (wrong), 25 -> 21-50 (correct), 0 -> none
+    assert (closed["1-5"]["n"], closed["1-5"]["correct"]) == (1, 1)
+    assert (closed["21-50"]["n"], closed["21-50"]["correct"]) == (2, 1)
+    assert "capped vs whole corpus" in (tmp_path / "report" / "summary.md").read_text()

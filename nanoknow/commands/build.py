@@ -33,6 +33,8 @@ def add_arguments(parser) -> None:
                         help=f"distractors per question (default {DEFAULT_DISTRACTORS}, the grid's largest k; "
                              "the grid holds only questions that have this many)")
     parser.add_argument("--chunk-size", type=int, default=1000, help="questions per resumable chunk")
+    parser.add_argument("--counts", default=None,
+                        help="`nanoknow count` output (folder or counts.jsonl): whole-corpus answer documents per row")
 
 
 def run(args) -> int:
@@ -42,7 +44,7 @@ def run(args) -> int:
     settings = BuildSettings(dataset=args.dataset, corpus_dir=args.corpus_dir, corpus=str(args.corpus),
                              index=args.index, seed=args.seed, window_words=args.window_words, grid_words=args.grid_words,
                              num_distractors=args.distractors, squad_source=args.squad_source,
-                             chunk_size=args.chunk_size)
+                             chunk_size=args.chunk_size, counts=args.counts)
     info = build(args.data_dir, settings, args.out)
     counts = info["counts"]
     print(f"built {args.dataset}/{args.corpus_dir}: {counts['supported']} supported "

@@ -15,6 +15,10 @@ def add_arguments(parser) -> None:
                         help="lm-eval --output_path folders (or one model folder in them), run with --log_samples")
     parser.add_argument("--out", type=Path, required=True, help="folder for summary.md/.csv and the figures")
     parser.add_argument("--judge-cache", default=None, help="llm_judge cache file (default: the judge's default)")
+    parser.add_argument("--frequency-axis", choices=["qrels", "substring", "token"], default="qrels",
+                        help="what frequency.png buckets by: qrels documents (capped by BM25's top-k, default) or "
+                             "whole-corpus answer documents from `nanoknow count` (substring or token rule)")
+    parser.add_argument("--top-k", type=int, default=100, help="the projection's BM25 depth, to count capped questions")
     exposure = parser.add_argument_group("exposure (split supported questions into seen/unseen)")
     exposure.add_argument("--shards-seen", type=int, help="shards shard_00000.. every evaluated checkpoint read")
     exposure.add_argument("--tokens-read", type=int, help="or tokens read from the corpus")
@@ -25,7 +29,8 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     stated = {k: getattr(args, k) for k in ("shards_seen", "tokens_read", "exposure_from", "exposure_step")
               if getattr(args, k) is not None}
-    report = write_report(args.results, args.out, judge_cache=args.judge_cache, exposure=stated or None)
+    report = write_report(args.results, args.out, judge_cache=args.judge_cache, exposure=stated or None,
+                          frequency_axis=args.frequency_axis, top_k=args.top_k)
     print(f"report: {report.files['summary.md']}")
     for name, reason in report.skipped.items():
         print(f"skipped {name}: {reason}")

@@ -41,6 +41,8 @@ class ReportSummary:
     frequency_read: list[dict] = field(default_factory=list)
     dynamics: list[dict] = field(default_factory=list)
     exposures: dict[str, str] = field(default_factory=dict)  # model -> its exposure, described
+    answer_counts: list[dict] = field(default_factory=list)  # capped vs uncapped frequency per task
+    frequency_axis: str = "qrels"
 
 
 def write_csv(path: Path, rows: list[dict]) -> None:
@@ -79,15 +81,18 @@ def _dynamics_skip(rows: list[dict]) -> str | None:
 
 
 def write_report(result_dirs: list[Path], out: Path, *, judge_cache: str | None = None,
-                 exposure: dict | None = None) -> ReportSummary:
+                 exposure: dict | None = None, frequency_axis: str = "qrels", top_k: int = 100) -> ReportSummary:
     """Read lm-eval output folders and write the report into ``out``; return what was written.
 
     Raises :class:`nanoknow_common.errors.NanoKnowInputError` for a path that is not an lm-eval
     output folder. ``judge_cache``: the ``llm_judge`` SQLite cache (default: the judge's own).
     ``exposure``: the evaluated checkpoints' exposure for every model (``shards_seen``,
     ``tokens_read`` or ``exposure_from``); otherwise each model's own (see
-    :mod:`nanoknow.report.exposure`).
+    :mod:`nanoknow.report.exposure`). ``frequency_axis``: what ``frequency.png`` buckets by: the
+    capped qrels frequency (``qrels``, the paper's) or a whole-corpus count (``substring``,
+    ``token``; :mod:`nanoknow.report.answer_counts`); ``top_k``: the cap counted in ``answer_counts.csv``.
     """
+    from nanoknow.report import answer_counts
     from nanoknow.report import exposure as exposure_views
     from nanoknow.report import exposure_plots
     from nanoknow.report import plots as report_plots
@@ -106,7 +111,12 @@ def write_report(result_dirs: list[Path], out: Path, *, judge_cache: str | None 
     write_csv(out / "summary.csv", report.summary)
     report.files["summary.csv"] = out / "summary.csv"
 
-    report.frequency, notes = frequency_rows(tasks)
+    report.answer_counts = answer_counts.cap_rows(tasks, top_k)
+    if any(r["with_counts"] for r in report.answer_counts):
+        write_csv(out / "answer_counts.csv", report.answer_counts)
+        report.files["answer_counts.csv"] = out / "answer_counts.csv"
+    report.frequency_axis = frequency_axis
+    report.frequency, notes = frequency_rows(answer_counts.with_axis(tasks, frequency_axis))
     report.notes += notes
     report.distractors = distractor_rows(tasks)
     model_exposures, notes = exposure_views.resolve_model_exposures(runs, exposure)
@@ -175,6 +185,17 @@ def render_markdown(report: ReportSummary, runs) -> str:
                 judge = [r for r in rows if r["task"] == row["task"] and r["metric"] == "llm_judge"]
                 line += f" {_pct(judge[0]) if judge else '-'} |"
             lines.append(line)
+        lines.append("")
+    if any(r["at_cap"] or r["with_counts"] for r in report.answer_counts):
+        lines += ["## Answer frequency: capped vs whole corpus", "",
+                  "The qrels count answer documents among BM25's top-k (capped); `nanoknow count` counts them "
+                  "over the whole corpus (substring: the stage-1 rule; token: the has_answer rule).", "",
+                  "| model | task | n | at the top-k cap | median capped | median whole corpus (substring / token) |",
+                  "|---|---|---:|---:|---:|---|"]
+        for r in report.answer_counts:
+            lines.append(f"| {r['model']} | `{r['task']}` | {r['n']} | {r['at_cap']} (k={r['top_k']}) | "
+                         f"{r['median_capped']} | {r['median_uncapped_substring'] or '-'} / "
+                         f"{r['median_uncapped_token'] or '-'} |")
         lines.append("")
     if report.exposures:
         lines += ["## Exposure", "", "Supported questions split by what each checkpoint read: *seen* when a qrels "

@@ -69,6 +69,8 @@ class BuildSettings:
     squad_source: str | None = None
     chunk_size: int = 1000
     bm25_depth: int = 100
+    #: ``nanoknow count`` output (folder or counts.jsonl): adds ``corpus_answer_docs`` per row
+    counts: str | None = None
 
 
 def _leading_passage(text: str, window_words: int) -> str:
@@ -200,6 +202,23 @@ def _rows(questions: list[Question], oracles: dict, distractors: dict, random_di
     return pa.Table.from_pylist(rows, schema=built_layout.SCHEMA)
 
 
+def _with_answer_counts(table: pa.Table, settings: BuildSettings) -> pa.Table:
+    """Fill ``corpus_answer_docs`` from the ``nanoknow count`` output the settings name (if any)."""
+    if not settings.counts:
+        return table
+    from projection.count import read_counts
+
+    counts = read_counts(settings.counts, settings.dataset)
+    missing = [qid for qid in table.column("qid").to_pylist() if qid not in counts]
+    if missing:
+        raise NanoKnowInputError(f"{len(missing)} questions have no count (first: qid {missing[0]!r}); count "
+                                 f"the same questions with `nanoknow count`", file=settings.counts, field="qid")
+    values = [{"substring": counts[qid].substring, "token": counts[qid].token}
+              for qid in table.column("qid").to_pylist()]
+    column = table.schema.get_field_index("corpus_answer_docs")
+    return table.set_column(column, table.schema.field(column), pa.array(values, type=built_layout.ANSWER_DOCS))
+
+
 def _with_qrels_context(err: NanoKnowInputError, qrels_file: Path) -> NanoKnowInputError:
     """Point a corpus error at the qrels line that named the document."""
     for number, line in enumerate(open(qrels_file, encoding="utf-8"), start=1):
@@ -255,8 +274,9 @@ def build(data_dir: Path, settings: BuildSettings, out: Path, *, progress: bool 
 
     tables = [pq.read_table(work / f"supported-{n:05d}.parquet") for n in range(len(chunks))]
     supported_table = pa.concat_tables(tables) if tables else _rows([], {}, {}, {}, None, qrels)
+    supported_table = _with_answer_counts(supported_table, settings)
     built_layout.write_split(supported_table, built_layout.split_path(out, settings.dataset, settings.corpus_dir, "supported"))
-    built_layout.write_split(_rows(questions["unsupported"], {}, {}, {}, contexts, qrels),
+    built_layout.write_split(_with_answer_counts(_rows(questions["unsupported"], {}, {}, {}, contexts, qrels), settings),
                               built_layout.split_path(out, settings.dataset, settings.corpus_dir, "unsupported"))
     without_oracle = supported_table.column("oracle").null_count
     grid = grid_counts(supported_table, settings.num_distractors)

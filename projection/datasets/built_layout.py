@@ -35,6 +35,7 @@ ORACLE = pa.struct([
     ("grid_passage", pa.string()),    # the shorter window (``grid_words``) around the same match
     ("grid_passage_offset", pa.int64()),  # character offset of the match inside ``grid_passage``
 ])
+ANSWER_DOCS = pa.struct([("substring", pa.int32()), ("token", pa.int32())])
 SCHEMA = pa.schema([
     ("qid", pa.string()),
     ("question", pa.string()),
@@ -46,6 +47,9 @@ SCHEMA = pa.schema([
     ("random_distractors", pa.list_(PASSAGE)),  # no gold answer: seeded random documents
     ("original_context", pa.string()),      # SQuAD's own paragraph; null for other datasets
     ("qrels_shards", pa.list_(pa.int32())),  # shard of each qrels document, file order (exposure)
+    # documents of the whole corpus holding a gold answer (``nanoknow count``; null without counts):
+    # the stage-1 rule (substring) and the has_answer token rule (token); not capped by BM25's top-k
+    ("corpus_answer_docs", ANSWER_DOCS),
 ])
 
 
