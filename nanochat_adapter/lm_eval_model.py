@@ -7,7 +7,19 @@ model_args: ``pretrained`` (folder or HF repo id), ``step`` (default latest), ``
 (path to ``tokenizer.pkl``), ``revision``, ``device`` (cpu/cuda/mps; default cuda if present),
 ``dtype`` (default bf16 on CUDA, fp32 elsewhere), ``batch_size`` (int, ``auto``, ``auto:N``),
 ``max_batch_size``, ``max_length`` (default the checkpoint's ``sequence_len``),
-``max_gen_toks`` (default 256), ``generation`` and ``softcap`` (override detection).
+``max_gen_toks`` (default 256), ``generation`` and ``softcap`` (override detection),
+``truncation`` (``left``, the default: a prompt longer than the context budget keeps its last
+``max_length - max_gen_toks`` tokens and one WARNING per request type says how many were cut;
+``error``: refuse such prompts instead).
+
+Devices: without ``device`` the best present one is used (cuda, then mps, then cpu). The
+``lm_eval`` CLI always passes a device: ``cuda:0`` when the user gave no ``--device`` (the
+default of lm-eval's ``EvaluatorConfig``). That value alone cannot tell a default from a typed
+``--device cuda:0``, so the command line is read as well: ``cuda:0`` with no ``--device`` on it
+falls back to mps/cpu with one INFO line when CUDA is absent (as lm-eval's ``hf`` model does);
+any device the user named (``--device cuda``, ``--device cuda:0``, ``device=`` in model_args,
+``simple_evaluate(device=...)``) must exist, else a clear error. (A ``device:`` line in an
+``lm_eval --config`` YAML file looks like the default and falls back too.)
 
 Design: prompts are left-padded (one KV cache, all rows decode in lock-step, finished rows
 leave the batch); scoring is left-padded too, so only the continuation's logits are computed.
@@ -21,19 +33,137 @@ from __future__ import annotations
 import logging
 import os
 import re
+import sys
 
 import torch
 import torch.nn.functional as F
 from lm_eval.api.model import TemplateLM
 from tqdm import tqdm
 
+from projection.errors import NanoKnowInputError
+
 from .checkpoint import load_checkpoint
 from .generation import generate_greedy, left_pad
 from .tokenizer import CHAT_TEMPLATE
 
-log = logging.getLogger(__name__)
+# A child of lm-eval's logger: the ``lm_eval`` CLI shows its INFO lines (device fallback,
+# batch sizes) next to lm-eval's own; a module-named logger would only show WARNINGs there.
+log = logging.getLogger("lm_eval.models.nanochat")
 
 CPU_AUTO_BATCH_SIZE = 16
+TRUNCATION_MODES = ("left", "error")
+
+
+def whole_number_arg(name: str, value, *, minimum: int = 0) -> int | None:
+    """A model_arg that must be a whole number (``None``/empty stays None); clear error otherwise."""
+    if value is None or value == "":
+        return None
+    number = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, float) and value.is_integer():
+        number = int(value)
+    elif isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+\s*", value):
+        number = int(value)
+    if number is None:
+        raise NanoKnowInputError(f"must be a whole number, got {value!r}", field=f"model_args {name}")
+    if number < minimum:
+        raise NanoKnowInputError(f"must be at least {minimum}, got {number}", field=f"model_args {name}")
+    return number
+
+
+def _float_arg(name: str, value) -> float | None:
+    if value is None or value == "":
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise NanoKnowInputError(f"must be a number, got {value!r}", field=f"model_args {name}") from None
+
+
+def lm_eval_default_device() -> str:
+    """The device the ``lm_eval`` CLI passes when the user gave no ``--device``."""
+    try:
+        from dataclasses import fields
+
+        from lm_eval.config.evaluate_config import EvaluatorConfig
+
+        return next(f.default for f in fields(EvaluatorConfig) if f.name == "device")
+    except Exception:  # another lm-eval layout: its documented default
+        return "cuda:0"
+
+
+def device_typed_on_command_line(argv: list[str] | None = None) -> bool:
+    """Whether ``--device`` appears on this process's command line (the lm_eval CLI's flag)."""
+    argv = sys.argv[1:] if argv is None else argv
+    return any(a == "--device" or a.startswith("--device=") for a in argv)
+
+
+def _mps_available() -> bool:
+    return bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
+
+
+def choose_device(device: str | None, *, argv: list[str] | None = None) -> str:
+    """The device to run on (see the module docstring for how lm-eval's default is told apart)."""
+    if not device:
+        return "cuda" if torch.cuda.is_available() else "mps" if _mps_available() else "cpu"
+    device = str(device).strip()
+    if (device == lm_eval_default_device() and not device_typed_on_command_line(argv)
+            and not torch.cuda.is_available()):
+        fallback = "mps" if _mps_available() else "cpu"
+        log.info("nanochat: CUDA is not available; using %s instead of lm-eval's default device %s "
+                 "(pass --device to choose)", fallback, device)
+        return fallback
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, ValueError):
+        raise NanoKnowInputError(f"unknown device {device!r} (use cpu, cuda, cuda:N or mps)",
+                                 field="device") from None
+    if parsed.type == "cuda":
+        if not torch.cuda.is_available():
+            raise NanoKnowInputError(
+                f"{device!r} requested but CUDA is not available on this machine (torch "
+                f"{torch.__version__}, {'built without CUDA' if torch.version.cuda is None else 'no GPU visible'}); "
+                "use --device cpu, or leave --device out to use what is present", field="device")
+        if parsed.index is not None and parsed.index >= torch.cuda.device_count():
+            raise NanoKnowInputError(f"{device!r} requested but only {torch.cuda.device_count()} CUDA "
+                                     "device(s) are visible", field="device")
+    elif parsed.type == "mps" and not _mps_available():
+        raise NanoKnowInputError(f"{device!r} requested but MPS is not available on this machine",
+                                 field="device")
+    return device
+
+
+def _running_lm_eval_cli() -> bool:
+    main_spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    program = os.path.basename(sys.argv[0]) if sys.argv else ""
+    return program in ("lm_eval", "lm-eval") or getattr(main_spec, "name", "") == "lm_eval.__main__"
+
+
+def install_one_line_input_errors() -> None:
+    """Under the ``lm_eval`` CLI, print an uncaught :class:`NanoKnowInputError` as one line.
+
+    Bad model_args (``step=abc``), a missing device or a prompt refused by ``truncation=error``
+    are the user's to fix, not bugs: a traceback through lm-eval's internals would hide the
+    reason. The process still exits non-zero (1, Python's code for an uncaught exception).
+    ``NANOKNOW_TRACEBACK=1`` keeps the full traceback.
+    """
+    previous = sys.excepthook
+    if getattr(previous, "_nanoknow_one_line", False):
+        return
+
+    def hook(exc_type, exc, tb):
+        if issubclass(exc_type, NanoKnowInputError) and os.environ.get("NANOKNOW_TRACEBACK", "0") in ("", "0"):
+            sys.stderr.write(f"lm_eval: error: {exc}\n")
+            return
+        previous(exc_type, exc, tb)
+
+    hook._nanoknow_one_line = True
+    sys.excepthook = hook
+
+
+if _running_lm_eval_cli():
+    install_one_line_input_errors()
 
 
 def _is_oom(err: BaseException) -> bool:
@@ -47,26 +177,67 @@ class NanoChatLM(TemplateLM):
                  revision: str | None = None, device: str | None = None, dtype: str | None = None,
                  batch_size: int | str = 1, max_batch_size: int | str | None = 256,
                  max_length: int | str | None = None, max_gen_toks: int | str = 256,
-                 generation: str | None = None, softcap: float | str | None = None, **kwargs):
+                 generation: str | None = None, softcap: float | str | None = None,
+                 truncation: str = "left", **kwargs):
         super().__init__()
         if kwargs:
             log.warning("nanochat: ignoring unknown model_args %s", sorted(kwargs))
+        # every argument is checked before the (possibly large) checkpoint is read
+        step = whole_number_arg("step", step)
+        softcap = _float_arg("softcap", softcap)
+        settings = self._parse_settings(batch_size=batch_size, max_batch_size=max_batch_size,
+                                        max_length=max_length, max_gen_toks=max_gen_toks,
+                                        truncation=truncation)
         self._rank, self._world_size, self.accelerator = 0, 1, None
         device = self._setup_device(device)
-        loaded = load_checkpoint(pretrained, step=None if step in (None, "") else int(step),
-                                 tokenizer=tokenizer, device=str(device), dtype=dtype,
-                                 generation=generation, revision=revision,
-                                 softcap=None if softcap in (None, "") else float(softcap))
+        loaded = load_checkpoint(pretrained, step=step, tokenizer=tokenizer, device=str(device),
+                                 dtype=dtype, generation=generation, revision=revision, softcap=softcap)
+        self._configure(loaded.model, loaded.tokenizer, device=device, name=str(pretrained), **settings)
+
+    @classmethod
+    def from_model(cls, model, tokenizer, *, device: str | None = None, name: str = "in-memory",
+                   batch_size: int | str = 1, max_batch_size: int | str | None = 256,
+                   max_length: int | str | None = None, max_gen_toks: int | str = 256,
+                   truncation: str = "left") -> "NanoChatLM":
+        """The lm-eval model over an already built :class:`NanoChatGPT` and tokenizer (benchmarks)."""
+        self = cls.__new__(cls)
+        TemplateLM.__init__(self)
+        settings = cls._parse_settings(batch_size=batch_size, max_batch_size=max_batch_size,
+                                       max_length=max_length, max_gen_toks=max_gen_toks,
+                                       truncation=truncation)
+        self._rank, self._world_size, self.accelerator = 0, 1, None
+        self._configure(model, tokenizer, device=device or str(model.device), name=name, **settings)
+        return self
+
+    @staticmethod
+    def _parse_settings(*, batch_size, max_batch_size, max_length, max_gen_toks, truncation) -> dict:
+        text = str(batch_size).strip().lower()
+        auto = text.startswith("auto")
+        if not re.fullmatch(r"auto|auto:\d+|[+-]?\d+(\.0*)?", text):
+            raise NanoKnowInputError(f"must be a whole number, auto or auto:N, got {batch_size!r}",
+                                     field="model_args batch_size")
+        mode = str(truncation or "left").strip().lower()
+        if mode not in TRUNCATION_MODES:
+            raise NanoKnowInputError(f"must be one of {', '.join(TRUNCATION_MODES)}, got {truncation!r}",
+                                     field="model_args truncation")
+        return {"batch_size": None if auto else whole_number_arg("batch_size", batch_size, minimum=1),
+                "batch_size_auto": auto,
+                "max_batch_size": whole_number_arg("max_batch_size", max_batch_size, minimum=1) or 256,
+                "max_length": whole_number_arg("max_length", max_length, minimum=2),
+                "max_gen_toks": whole_number_arg("max_gen_toks", max_gen_toks, minimum=1) or 256,
+                "truncation": mode}
+
+    def _configure(self, model, tokenizer, *, device, name, batch_size, batch_size_auto, max_batch_size,
+                   max_length, max_gen_toks, truncation) -> None:
         self._device = torch.device(device)
-        self.model, self.nanochat_tokenizer = loaded.model, loaded.tokenizer
-        self.generation_name = loaded.generation.name
-        self.pretrained = str(pretrained)
-        self._max_length = int(max_length) if max_length else loaded.model.config["sequence_len"]
-        self.max_gen_toks = int(max_gen_toks)
-        self.max_batch_size = int(max_batch_size) if max_batch_size else 256
-        text = str(batch_size)
-        self.batch_size_auto = text.startswith("auto")
-        self.batch_size = None if self.batch_size_auto else int(text)
+        self.model, self.nanochat_tokenizer = model, tokenizer
+        self.generation_name = model.generation.name
+        self.pretrained = name
+        self._max_length = max_length or model.config["sequence_len"]
+        self.max_gen_toks = max_gen_toks
+        self.max_batch_size = max_batch_size
+        self.batch_size_auto, self.batch_size = batch_size_auto, batch_size
+        self.truncation = truncation
         self._warned_sampling = False
 
     # -- devices and data parallel -------------------------------------------------------
@@ -83,18 +254,7 @@ class NanoChatLM(TemplateLM):
                 log.info("nanochat: data parallel rank %d of %d on %s", self._rank,
                          self._world_size, accelerator.device)
                 return str(accelerator.device)
-        if device:
-            if device.startswith("cuda") and not torch.cuda.is_available():
-                from projection.errors import NanoKnowInputError
-
-                raise NanoKnowInputError(f"device {device!r} requested but CUDA is not available",
-                                         field="device")
-            return device
-        if torch.cuda.is_available():
-            return "cuda"
-        if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
-            return "mps"
-        return "cpu"
+        return choose_device(device)
 
     @property
     def rank(self) -> int:
@@ -198,6 +358,26 @@ class NanoChatLM(TemplateLM):
         bar.close()
         return results
 
+    # -- context budget ----------------------------------------------------------------------------
+    def _check_budget(self, request_type: str, lengths: list[int], budgets: list[int]) -> None:
+        """Warn once about (or, with ``truncation=error``, refuse) prompts over their token budget."""
+        over = [(n, b) for n, b in zip(lengths, budgets) if n > b]
+        if not over:
+            return
+        longest, budget = max(over)
+        detail = f"max_length {self.max_length}"
+        if request_type == "generate_until":
+            detail += f" - max_gen_toks {self.max_length - budget}"
+        if self.truncation == "error":
+            raise NanoKnowInputError(
+                f"{len(over)} of {len(lengths)} {request_type} prompts do not fit the context: the longest "
+                f"has {longest} tokens, the budget is {budget} ({detail}); shorten the prompts or lower "
+                "max_gen_toks, or pass truncation=left to drop their beginning", field="model_args truncation")
+        log.warning("nanochat: %d of %d %s prompts were longer than the context budget and lost their "
+                    "beginning (left truncation): longest prompt %d tokens, budget %d tokens (%s); "
+                    "pass truncation=error in --model_args to refuse them instead",
+                    len(over), len(lengths), request_type, longest, budget, detail)
+
     # -- scoring -------------------------------------------------------------------------------
     @torch.inference_mode()
     def _score_batch(self, pairs: list[tuple[list[int], list[int]]]) -> list[tuple[float, bool]]:
@@ -221,6 +401,9 @@ class NanoChatLM(TemplateLM):
         return out
 
     def _loglikelihood_tokens(self, requests, disable_tqdm: bool = False, **kwargs) -> list[tuple[float, bool]]:
+        # the model reads context + continuation but its last token (rolling windows always fit)
+        self._check_budget("loglikelihood", [len(r[1]) + len(r[2]) - 1 for r in requests],
+                           [self.max_length] * len(requests))
         order = sorted(range(len(requests)), key=lambda i: -len(requests[i][1]) - len(requests[i][2]))
         pairs = [(requests[i][1], requests[i][2]) for i in order]
         longest = min(self.max_length, max((len(a) + len(b) for a, b in pairs), default=1))
@@ -265,13 +448,16 @@ class NanoChatLM(TemplateLM):
         return until, max_new
 
     def generate_until(self, requests, disable_tqdm: bool = False) -> list[str]:
-        jobs = []
+        jobs, lengths, budgets = [], [], []
         for request in requests:
             context, gen_kwargs = request.args
             until, max_new = self._generation_settings(gen_kwargs)
             prompt = self.tok_encode(context)
             budget = max(1, self.max_length - max_new)
+            lengths.append(len(prompt))
+            budgets.append(budget)
             jobs.append((prompt[-budget:], until, max_new))
+        self._check_budget("generate_until", lengths, budgets)
         order = sorted(range(len(jobs)), key=lambda i: -len(jobs[i][0]))
         sorted_jobs = [jobs[i] for i in order]
         longest = max((len(p) + n for p, _, n in sorted_jobs), default=1)
