@@ -21,8 +21,13 @@ any device the user named (``--device cuda``, ``--device cuda:0``, ``device=`` i
 ``simple_evaluate(device=...)``) must exist, else a clear error. (A ``device:`` line in an
 ``lm_eval --config`` YAML file looks like the default and falls back too.)
 
-Design: prompts are left-padded (one KV cache, all rows decode in lock-step, finished rows
-leave the batch); scoring is left-padded too, so only the continuation's logits are computed.
+Design: generation sorts the prompts longest first and runs them with continuous batching
+(``generation.generate_continuous``): ``batch_size`` rows share one KV cache and decode in
+lock-step; a finished row is taken over by the next prompt, so the batch stays full. Outputs
+are the same as one request at a time. ``batch_size=auto`` sizes the batch from free memory
+(GPU memory on CUDA, RAM on a CPU, at most 64 rows there); on out-of-memory accelerate's
+``find_executable_batch_size`` halves it and the requests not yet finished run again. Scoring
+is left-padded too, so only the continuation's logits are computed.
 Text always starts with ``<|bos|>`` (nanochat's document start). With
 ``--apply_chat_template`` prompts are rendered as nanochat renders conversations, and
 generation also stops at ``<|assistant_end|>``.
@@ -43,14 +48,14 @@ from tqdm import tqdm
 from projection.errors import NanoKnowInputError
 
 from .checkpoint import load_checkpoint
-from .generation import generate_greedy, left_pad
+from .generation import generate_continuous, left_pad
 from .tokenizer import CHAT_TEMPLATE
 
 # A child of lm-eval's logger: the ``lm_eval`` CLI shows its INFO lines (device fallback,
 # batch sizes) next to lm-eval's own; a module-named logger would only show WARNINGs there.
 log = logging.getLogger("lm_eval.models.nanochat")
 
-CPU_AUTO_BATCH_SIZE = 16
+CPU_AUTO_BATCH_SIZE = 64
 TRUNCATION_MODES = ("left", "error")
 
 
@@ -166,10 +171,6 @@ if _running_lm_eval_cli():
     install_one_line_input_errors()
 
 
-def _is_oom(err: BaseException) -> bool:
-    return isinstance(err, torch.cuda.OutOfMemoryError) or "out of memory" in str(err).lower()
-
-
 class NanoChatLM(TemplateLM):
     """lm-eval ``LM`` over a native nanochat checkpoint (see module docstring for args)."""
 
@@ -239,6 +240,8 @@ class NanoChatLM(TemplateLM):
         self.batch_size_auto, self.batch_size = batch_size_auto, batch_size
         self.truncation = truncation
         self._warned_sampling = False
+        #: running totals of generate_until: prompts, their tokens, generated tokens, truncated prompts
+        self.generation_stats = {"prompts": 0, "prompt_tokens": 0, "generated_tokens": 0, "truncated": 0}
 
     # -- devices and data parallel -------------------------------------------------------
     def _setup_device(self, device: str | None) -> str:
@@ -319,42 +322,66 @@ class NanoChatLM(TemplateLM):
         return self.nanochat_tokenizer.render_chat(chat_history, add_generation_prompt=add_generation_prompt)
 
     # -- batching ----------------------------------------------------------------------------
-    def _start_batch_size(self, longest: int) -> int:
-        """Fixed ``batch_size``, or for ``auto`` an estimate from free accelerator memory."""
+    def _start_batch_size(self, tokens_per_row: int, logits_per_row: int = 1) -> int:
+        """Fixed ``batch_size``, or for ``auto`` an estimate from free memory.
+
+        A row needs ``tokens_per_row`` slots of KV cache for every layer, the activations of its
+        prefill (``12 * width`` values a token, attention scores) and ``logits_per_row`` rows of
+        fp32 logits. CUDA uses 60% of the free GPU memory (up to ``max_batch_size``); a CPU 30% of
+        the available RAM and at most ``CPU_AUTO_BATCH_SIZE`` rows (beyond that a CPU gains little:
+        the matrix products are already compute-bound).
+        """
         if not self.batch_size_auto:
             return self.batch_size
-        if self._device.type != "cuda":
-            return min(CPU_AUTO_BATCH_SIZE, self.max_batch_size)
-        free, _ = torch.cuda.mem_get_info(self._device)
         cfg = self.model.config
         width, item = cfg["n_embd"], torch.finfo(self.model.dtype).bits // 8
         head_dim = width // cfg["n_head"]
         kv = 2 * cfg["n_layer"] * cfg["n_kv_head"] * head_dim * item
-        activations = 12 * width * item + cfg["n_head"] * longest * 4 + 4 * 2 * self.model.vocab_size
-        per_row = longest * (kv + activations)
-        size = max(1, min(self.max_batch_size, int(0.6 * free // max(per_row, 1))))
-        log.info("nanochat: batch_size auto -> %d (longest %d tokens)", size, longest)
+        per_token = kv + 12 * width * item + cfg["n_head"] * tokens_per_row * 4
+        per_row = tokens_per_row * per_token + 3 * 4 * logits_per_row * self.model.vocab_size
+        if self._device.type == "cuda":
+            free, _ = torch.cuda.mem_get_info(self._device)
+            share, cap = 0.6, self.max_batch_size
+        else:
+            import psutil
+
+            free = psutil.virtual_memory().available
+            share, cap = 0.3, min(CPU_AUTO_BATCH_SIZE, self.max_batch_size)
+        size = max(1, min(cap, int(share * free // max(per_row, 1))))
+        log.info("nanochat: batch_size auto -> %d (rows of %d tokens, %.0f MiB free)", size, tokens_per_row,
+                 free / 2**20)
         return size
 
-    def _batched(self, items: list, longest: int, run_batch, desc: str, disable: bool):
-        """Run ``run_batch`` over ``items`` in batches; on out-of-memory halve the batch and retry."""
-        size = self._start_batch_size(longest)
-        results, start = [], 0
+    def _with_oom_retry(self, run, tokens_per_row: int, logits_per_row: int = 1) -> None:
+        """Call ``run(batch_size)`` until it completes, halving the batch size on out-of-memory.
+
+        accelerate's ``find_executable_batch_size`` does the retrying; ``run`` must resume (skip
+        what an earlier, failed call finished), so only the rows in flight are computed again.
+        """
+        from accelerate.utils import find_executable_batch_size
+
+        size = self._start_batch_size(tokens_per_row, logits_per_row)
+
+        def halve() -> int:
+            nonlocal size
+            size //= 2
+            log.warning("nanochat: out of memory, batch size -> %d", size)
+            return size
+
+        find_executable_batch_size(run, starting_batch_size=size, reduce_batch_size_fn=halve)()
+
+    def _batched(self, items: list, longest: int, run_batch, desc: str, disable: bool, logits_per_row: int = 1):
+        """``run_batch`` over ``items`` in batches (halved on out-of-memory); results in order."""
+        results: list = []
         bar = tqdm(total=len(items), desc=desc, disable=disable or self._rank != 0)
-        while start < len(items):
-            chunk = items[start:start + size]
-            try:
+
+        def run(batch_size: int) -> None:
+            while len(results) < len(items):
+                chunk = items[len(results):len(results) + batch_size]
                 results.extend(run_batch(chunk))
-            except (torch.cuda.OutOfMemoryError, RuntimeError) as err:
-                if not _is_oom(err) or size == 1:
-                    raise
-                size = max(1, size // 2)
-                log.warning("nanochat: out of memory, batch size -> %d", size)
-                if torch.cuda.is_available():
-                    torch.cuda.empty_cache()
-                continue
-            start += len(chunk)
-            bar.update(len(chunk))
+                bar.update(len(chunk))
+
+        self._with_oom_retry(run, longest, logits_per_row)
         bar.close()
         return results
 
@@ -407,7 +434,8 @@ class NanoChatLM(TemplateLM):
         order = sorted(range(len(requests)), key=lambda i: -len(requests[i][1]) - len(requests[i][2]))
         pairs = [(requests[i][1], requests[i][2]) for i in order]
         longest = min(self.max_length, max((len(a) + len(b) for a, b in pairs), default=1))
-        scored = self._batched(pairs, longest, self._score_batch, "nanochat loglikelihood", disable_tqdm)
+        tail = min(self.max_length, max((len(b) for _, b in pairs), default=1))
+        scored = self._batched(pairs, longest, self._score_batch, "nanochat loglikelihood", disable_tqdm, tail)
         results: list = [None] * len(requests)
         for i, value in zip(order, scored):
             results[i] = value
@@ -458,37 +486,56 @@ class NanoChatLM(TemplateLM):
             budgets.append(budget)
             jobs.append((prompt[-budget:], until, max_new))
         self._check_budget("generate_until", lengths, budgets)
+        self.generation_stats["prompts"] += len(jobs)
+        self.generation_stats["prompt_tokens"] += sum(len(p) for p, _, _ in jobs)
+        self.generation_stats["truncated"] += sum(n > b for n, b in zip(lengths, budgets))
+        if not jobs:
+            return []
+        # longest first: similar lengths share the cache, and a prompt joining a running batch
+        # fits before the cache's current slot (see generation.generate_continuous)
         order = sorted(range(len(jobs)), key=lambda i: -len(jobs[i][0]))
-        sorted_jobs = [jobs[i] for i in order]
-        longest = max((len(p) + n for p, _, n in sorted_jobs), default=1)
-        texts = self._batched(sorted_jobs, longest, self._generate_batch, "nanochat generate_until", disable_tqdm)
         results: list = [None] * len(jobs)
-        for i, text in zip(order, texts):
-            results[i] = text
+        done = [False] * len(jobs)
+        bar = tqdm(total=len(jobs), desc="nanochat generate_until", disable=disable_tqdm or self._rank != 0)
+
+        def finish(index: int, tokens: list[int]) -> None:
+            results[index] = self._answer_text(tokens, jobs[index])
+            done[index] = True
             if self.cache_hook is not None:
-                self.cache_hook.add_partial("generate_until", requests[i].args, text)
+                self.cache_hook.add_partial("generate_until", requests[index].args, results[index])
+            bar.update(1)
+
+        def run(batch_size: int) -> None:
+            todo = [i for i in order if not done[i]]
+            generate_continuous(self.model, [jobs[i][0] for i in todo], [jobs[i][2] for i in todo],
+                                batch_size=batch_size, stop_token_ids=self.stop_token_ids,
+                                stop=lambda k, tokens: self._stop_string_hit(jobs[todo[k]][1], tokens),
+                                on_finish=lambda k, tokens: finish(todo[k], tokens))
+
+        capacity = max(len(p) for p, _, _ in jobs) + 2 * max(n for _, _, n in jobs)
+        self._with_oom_retry(run, capacity)
+        bar.close()
         return results
 
-    def _generate_batch(self, jobs) -> list[str]:
-        tokenizer = self.nanochat_tokenizer
+    def _stop_string_hit(self, until: list[str], tokens: list[int]) -> bool:
+        """Whether an ``until`` string appears in the text of ``tokens`` (checked as each one is added).
 
-        def stop(row: int, tokens: list[int]) -> bool:
-            _, until, max_new = jobs[row]
-            if len(tokens) >= max_new:
-                return True
-            return bool(until) and any(u in tokenizer.decode(tokens) for u in until)
+        A string that was not there before the newest token must overlap it; every token holds
+        at least one byte, so it lies within the text of the last ``len(string in bytes)`` tokens.
+        Decoding only those keeps the check cheap whatever the length of the answer.
+        """
+        decode = self.nanochat_tokenizer.decode
+        return any(u and u in decode(tokens[-len(u.encode("utf-8")):]) for u in until)
 
-        outputs = generate_greedy(self.model, [p for p, _, _ in jobs], max(n for _, _, n in jobs),
-                                  stop_token_ids=self.stop_token_ids, stop=stop)
-        texts = []
-        for (_, until, max_new), tokens in zip(jobs, outputs):
-            tokens = tokens[:max_new]
-            if tokens and tokens[-1] in self.stop_token_ids:
-                tokens = tokens[:-1]
-            text = tokenizer.decode(tokens)
-            for u in until:
-                if u:
-                    text = text.split(u)[0]
-            texts.append(text)
-        return texts
-
+    def _answer_text(self, tokens: list[int], job) -> str:
+        """The answer of one request: its tokens less a final stop token, cut at an ``until`` string."""
+        _, until, max_new = job
+        tokens = tokens[:max_new]
+        self.generation_stats["generated_tokens"] += len(tokens)
+        if tokens and tokens[-1] in self.stop_token_ids:
+            tokens = tokens[:-1]
+        text = self.nanochat_tokenizer.decode(tokens)
+        for u in until:
+            if u:
+                text = text.split(u)[0]
+        return text
