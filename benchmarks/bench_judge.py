@@ -115,7 +115,10 @@ def judge_items_for(n: int, seed: int, data_dir: Path | None) -> tuple[list[tupl
 
 
 def _contains_reference(candidate: str, answers: list[str]) -> bool:
-    return any(a.lower() in candidate.lower() for a in answers)
+    def norm(text: str) -> str:  # the judge prompt collapses whitespace (no-break spaces too)
+        return " ".join(text.split()).lower()
+
+    return any(norm(a) in norm(candidate) for a in answers)
 
 
 def scripted_verdict(messages: list[dict]) -> str:
