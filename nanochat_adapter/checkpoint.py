@@ -118,6 +118,33 @@ def read_state_dict(path: Path) -> dict:
     return {k.removeprefix(_TORCH_COMPILE_PREFIX): v for k, v in state.items()}
 
 
+def check_finite(named_tensors, *, file=None) -> None:
+    """Refuse NaN/inf weights (a diverged or corrupted run), naming the first bad tensor.
+
+    Without this check such a checkpoint loads silently and generates garbage or NaN scores.
+    """
+    import torch
+
+    bad = []
+    for name, tensor in named_tensors:
+        if not tensor.is_floating_point() or tensor.numel() == 0:
+            continue
+        # min and max are NaN when any value is, ±inf when one is: one fast pass over the weights
+        low, high = torch.aminmax(tensor.detach().reshape(-1))
+        if not (bool(torch.isfinite(low)) and bool(torch.isfinite(high))):
+            bad.append((name, int(torch.isnan(tensor).sum()), int(torch.isinf(tensor).sum()), tensor.numel()))
+    if bad:
+        name, nans, infs, total = bad[0]
+        more = f" ({len(bad) - 1} more tensors too: {_names(bad[1:])})" if len(bad) > 1 else ""
+        raise NanoKnowInputError(f"non-finite weights: {nans} NaN and {infs} infinite of {total} values{more}; "
+                                 "a diverged or corrupted checkpoint cannot be evaluated", file=file, field=name)
+
+
+def _names(bad: list, limit: int = 5) -> str:
+    names = [b[0] for b in bad]
+    return ", ".join(names[:limit]) + (f", … ({len(names) - limit} more)" if len(names) > limit else "")
+
+
 @dataclass
 class LoadedCheckpoint:
     model: object  # NanoChatGPT
@@ -157,6 +184,7 @@ def load_checkpoint(pretrained: str | Path, *, step: int | None = None, tokenize
     else:
         gen = detect_generation(shapes, file=files.model)
     vocab_rows, with_ve = check_state_dict(gen, config, shapes, file=files.model)
+    check_finite(state.items(), file=files.model)
     if "window_pattern" in config and gen.short_window_divisor is None and set(config["window_pattern"].upper()) != {"L"}:
         raise NanoKnowInputError(f"window_pattern {config['window_pattern']!r} with {gen.name} weights "
                                  "(that generation has no sliding windows)", file=files.meta, field="window_pattern")

@@ -69,6 +69,45 @@ class KVCache:
         joined.prev_valid = torch.cat([c.prev_valid for c in caches]) if smear else None
         return joined
 
+    def reslot(self, drop: int = 0, pad: int = 0, capacity: int | None = None) -> None:
+        """Move the filled slots: drop the first ``drop``, put ``pad`` empty slots before the rest,
+        and hold ``capacity`` slots in all (for continuous batching: make room at either end)."""
+        keep = self.length - drop
+        capacity = self.capacity if capacity is None else capacity
+        if not 0 <= drop <= self.length or pad < 0 or pad + keep > capacity:
+            raise ValueError(f"cannot reslot {self.length} slots: drop {drop}, pad {pad}, capacity {capacity}")
+
+        def moved(t: torch.Tensor, dim: int) -> torch.Tensor:
+            shape = list(t.shape)
+            shape[dim] = capacity
+            new = t.new_zeros(shape)
+            new.narrow(dim, pad, keep).copy_(t.narrow(dim, drop, keep))
+            return new
+
+        self.k, self.v = moved(self.k, 3), moved(self.v, 3)
+        self.valid, self.positions = moved(self.valid, 1), moved(self.positions, 1)
+        self.length = pad + keep
+
+    def put_rows(self, rows: torch.Tensor, other: "KVCache") -> None:
+        """Replace ``rows`` by the rows of ``other`` (a prefilled cache no longer than this one),
+        right-aligned to this cache's filled length; the rest of those rows becomes padding."""
+        width, end = other.length, self.length
+        if width > end:
+            raise ValueError(f"rows of {width} slots do not fit before slot {end}")
+        self.k[:, rows, :, end - width:end] = other.k[:, :, :, :width]
+        self.v[:, rows, :, end - width:end] = other.v[:, :, :, :width]
+        self.valid[rows] = False
+        self.valid[rows, end - width:end] = other.valid[:, :width]
+        self.positions[rows, end - width:end] = other.positions[:, :width]
+        self.next_position[rows] = other.next_position
+        if other.prev_embedding is not None:
+            if self.prev_embedding is None:
+                batch = self.valid.shape[0]
+                self.prev_embedding = other.prev_embedding.new_zeros((batch,) + other.prev_embedding.shape[1:])
+                self.prev_valid = other.prev_valid.new_zeros((batch,) + other.prev_valid.shape[1:])
+            self.prev_embedding[rows] = other.prev_embedding
+            self.prev_valid[rows] = other.prev_valid
+
     def select_rows(self, rows: torch.Tensor) -> None:
         """Keep only ``rows`` (a LongTensor of row indices), e.g. to drop finished sequences."""
         self.k, self.v = self.k[:, rows], self.v[:, rows]
@@ -217,8 +256,13 @@ class NanoChatGPT(nn.Module):
         return masks
 
     def forward(self, idx: torch.Tensor, valid: torch.Tensor | None = None,
-                cache: KVCache | None = None, num_logits: int | None = None) -> torch.Tensor:
-        """Logits for ``idx`` (``valid`` marks real tokens; ``num_logits``: only the last n)."""
+                cache: KVCache | None = None, num_logits: int | None = None,
+                greedy: bool = False) -> torch.Tensor:
+        """Logits for ``idx`` (``valid`` marks real tokens; ``num_logits``: only the last n).
+
+        ``greedy=True`` returns the argmax token ids ``(B, T)`` instead, the same as
+        ``forward(...).argmax(-1)`` without softcapping the whole vocabulary.
+        """
         B, T = idx.shape
         device = idx.device
         if valid is None:
@@ -268,7 +312,26 @@ class NanoChatGPT(nn.Module):
         if num_logits is not None:
             x = x[:, -num_logits:]
         logits = self.lm_head(rms_norm(x))[..., :self.vocab_size].float()
+        if greedy:
+            return self._softcapped_argmax(logits)
         return self.softcap * torch.tanh(logits / self.softcap)
+
+    def _softcapped_argmax(self, logits: torch.Tensor, k: int = 8) -> torch.Tensor:
+        """``argmax(softcap(logits))`` (first index among equal values), softcapping the top k only.
+
+        The softcap is monotone, so the winner is among the largest raw logits; it can only tie
+        with others after capping (tanh saturates). Where the k-th largest stays strictly below
+        the capped maximum nothing outside the top k can tie; other rows take the full path.
+        """
+        flat = logits.reshape(-1, logits.shape[-1])
+        values, indices = flat.topk(min(k, flat.shape[-1]), dim=-1)
+        capped = self.softcap * torch.tanh(values / self.softcap)
+        top = capped[:, :1]
+        best = torch.where(capped == top, indices, flat.shape[-1]).amin(-1)
+        unsure = ~(capped[:, -1] < top[:, 0])
+        if values.shape[-1] < flat.shape[-1] and bool(unsure.any()):
+            best[unsure] = (self.softcap * torch.tanh(flat[unsure] / self.softcap)).argmax(-1)
+        return best.reshape(logits.shape[:-1])
 
     def _smear(self, x, valid, cache):
         """Mix each token's embedding with the previous real token's (nanochat's smear)."""

@@ -157,3 +157,27 @@ def test_unreachable_hub_is_a_clear_error(monkeypatch):
 def test_not_a_folder_nor_repo_id(tmp_path):
     with pytest.raises(NanoKnowInputError, match="no such checkpoint folder"):
         load_checkpoint(tmp_path / "missing" / "deeper" / "x")
+
+
+def test_nonfinite_weights_are_refused_naming_file_and_tensor(ckpt):
+    path = ckpt / "model_000020.pt"
+    state = torch.load(path, weights_only=True)
+    state["transformer.h.1.mlp.c_fc.weight"][3, 5] = float("nan")
+    state["transformer.h.1.mlp.c_fc.weight"][0, 0] = float("inf")
+    state["lm_head.weight"][0, 1] = float("-inf")
+    torch.save(state, path)
+    with pytest.raises(NanoKnowInputError) as err:
+        load_checkpoint(ckpt)
+    assert err.value.file == str(path)
+    assert err.value.field == "transformer.h.1.mlp.c_fc.weight"  # the first bad one in file order
+    message = str(err.value)
+    assert f"{path}: transformer.h.1.mlp.c_fc.weight: non-finite weights: 1 NaN and 1 infinite" in message
+    assert "(1 more tensors too: lm_head.weight)" in message
+
+
+def test_finite_extreme_weights_still_load(ckpt):
+    path = ckpt / "model_000020.pt"
+    state = torch.load(path, weights_only=True)
+    state["lm_head.weight"][0, 1] = 3.0e38  # large but finite: not refused
+    torch.save(state, path)
+    assert load_checkpoint(ckpt).files.step == 20
