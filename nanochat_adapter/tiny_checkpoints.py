@@ -123,14 +123,25 @@ def write_tiny_checkpoint(folder: str | Path, *, generation: str = "2025-10", se
         if key.startswith(("transformer.wte", "value_embeds")):
             tensor = tensor.to(torch.bfloat16)
         state[("_orig_mod." if compiled_prefix else "") + key] = tensor.clone()
-    torch.save(state, folder / f"model_{step:06d}.pt")
     meta = {"step": step, "val_bpb": 3.0, "model_config": config,
             "user_config": {"depth": config["n_layer"], "note": f"tiny random {generation}"},
             "device_batch_size": 4, "max_seq_len": config["sequence_len"]}
-    (folder / f"meta_{step:06d}.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
+    return save_nanochat_files(folder, state, meta, encoding, step=step)
+
+
+def save_nanochat_files(folder: str | Path, state: dict, meta: dict, encoding, *, step: int) -> Path:
+    """Write one step in nanochat's on-disk layout: ``model_<step>.pt``, ``meta_<step>.json``,
+    ``tokenizer.pkl`` (nanochat's own format, a pickled tiktoken Encoding; the adapter reads it
+    with a restricted unpickler) and ``token_bytes.pt``; returns the folder."""
+    import torch
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    torch.save(state, folder / f"model_{step:06d}.pt")
+    (folder / f"meta_{step:06d}.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     with open(folder / "tokenizer.pkl", "wb") as f:
         pickle.dump(encoding, f)
-    special = set(encoding._special_tokens.values())
+    special = {encoding.encode_single_token(name) for name in encoding.special_tokens_set}
     token_bytes = [0 if i in special else len(encoding.decode_single_token_bytes(i))
                    for i in range(encoding.n_vocab)]
     torch.save(torch.tensor(token_bytes, dtype=torch.int32), folder / "token_bytes.pt")

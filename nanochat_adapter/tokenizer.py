@@ -97,7 +97,7 @@ class NanoChatTokenizer:
     def __init__(self, encoding, source: str = ""):
         self.encoding = encoding
         self.source = source
-        specials = encoding._special_tokens
+        specials = {name: encoding.encode_single_token(name) for name in encoding.special_tokens_set}
         missing = [t for t in REQUIRED_SPECIAL_TOKENS if t not in specials]
         if missing:
             raise NanoKnowInputError(f"tokenizer lacks nanochat special tokens {missing}",

@@ -8,8 +8,6 @@ loads it like any nanochat checkpoint.
 
 from __future__ import annotations
 
-import json
-import pickle
 from pathlib import Path
 
 GENERATION = "2025-10"
@@ -52,19 +50,12 @@ def save_checkpoint(folder: str | Path, model, encoding, *, step: int, meta_extr
     """Write ``model`` and ``encoding`` as a nanochat checkpoint folder; return the folder."""
     import torch
 
+    from nanochat_adapter.tiny_checkpoints import save_nanochat_files
+
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     for stale in [*folder.glob("model_*.pt"), *folder.glob("meta_*.json")]:  # lm-eval loads the latest step
         stale.unlink()
     state = {k: v.detach().to("cpu", torch.float32).clone() for k, v in model.state_dict().items()}
-    torch.save(state, folder / f"model_{step:06d}.pt")
     meta = {"step": step, "model_config": model.config, **(meta_extra or {})}
-    (folder / f"meta_{step:06d}.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-    # tokenizer.pkl is nanochat's own format (a pickled tiktoken Encoding); the adapter reads it
-    # with a restricted unpickler
-    with open(folder / "tokenizer.pkl", "wb") as f:
-        pickle.dump(encoding, f)
-    special = set(encoding._special_tokens.values())
-    token_bytes = [0 if i in special else len(encoding.decode_single_token_bytes(i)) for i in range(encoding.n_vocab)]
-    torch.save(torch.tensor(token_bytes, dtype=torch.int32), folder / "token_bytes.pt")
-    return folder
+    return save_nanochat_files(folder, state, meta, encoding, step=step)
