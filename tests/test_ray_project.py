@@ -4,8 +4,8 @@ with answer matching only and with the bundled SmolLM2 verifier, and a resume af
 
 from __future__ import annotations
 
-import shutil
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -66,6 +66,10 @@ def test_ray_matching_only_gives_the_local_files(sample):
     lines = work_lines(ray)
     assert lines == work_lines(local)
     assert len(lines["stage1.jsonl"]) == 3  # 12 questions in chunks of 4
+    # a resume with nothing left to do rewrites the final files without starting Ray
+    proc = project(sample, ray, *args, *RAY, "--resume")
+    assert "without starting Ray" in proc.stderr
+    assert final_files(ray) == final_files(local) and work_lines(ray) == lines
 
 
 @pytest.mark.slow

@@ -51,7 +51,7 @@ def connect(address: str | None, num_cpus: int | None = None):
         yield ray
         return
     local = address in (None, "", "local")
-    kwargs = dict(include_dashboard=False, logging_level=logging.WARNING)
+    kwargs = {"include_dashboard": False, "logging_level": logging.WARNING}
     try:
         if local:
             ray.init(address="local", num_cpus=num_cpus or os.cpu_count(), **kwargs)
@@ -168,7 +168,8 @@ def run_stage2(ray, settings, chunks, stage1_done, path: Path, workers: int | No
     """Stage 2 of every unfinished chunk on a pool of verifier actors (each loads its model once)."""
     from tqdm import tqdm
 
-    from projection.pipeline import append_chunk, read_chunks, run_stage2 as local_stage2
+    from projection.pipeline import append_chunk, read_chunks
+    from projection.pipeline import run_stage2 as local_stage2
 
     if settings.verifier == "none":  # nothing to judge: the single-machine code does it in the driver
         return local_stage2(settings, chunks, stage1_done, path)
@@ -205,15 +206,15 @@ def run_stage2(ray, settings, chunks, stage1_done, path: Path, workers: int | No
             while pending:
                 (ref,), _ = ray.wait(list(pending), num_returns=1)
                 actor = pending.pop(ref)
-                i, rows = _result(ray, ref)  # the actors are killed below
+                i, rows = _result(ray, ref)  # on an error the actors are killed below
                 append_chunk(path, i, rows)
                 done[i] = rows
                 bar.update(1)
                 submit(actor)
+        with contextlib.suppress(ray.exceptions.RayError):  # let backends close cleanly (vLLM, HTTP pools)
+            ray.get([a.close.remote() for a in actors], timeout=60)
     finally:
         for actor in actors:
-            with contextlib.suppress(Exception):
-                ray.get(actor.close.remote(), timeout=30)
             ray.kill(actor)
     return done
 
@@ -228,8 +229,16 @@ def check_settings(settings) -> None:
 
 def run_stages(settings, chunks, work: Path):
     """Both stages on Ray (``settings.ray_address``); returns ``(stage1_done, stage2_done)`` keyed by chunk."""
+    from projection import pipeline
+
     check_settings(settings)
+    stage1_path, stage2_path = work / "stage1.jsonl", work / "stage2.jsonl"
+    if len(pipeline.read_chunks(stage1_path)) == len(chunks) and (
+            settings.verifier == "none" or len(pipeline.read_chunks(stage2_path)) == len(chunks)):
+        log.info("every chunk is already done: writing the final files without starting Ray")
+        s1 = pipeline.read_chunks(stage1_path)
+        return s1, pipeline.run_stage2(settings, chunks, s1, stage2_path)
     with connect(settings.ray_address, settings.ray_cpus) as ray:
-        s1 = run_stage1(ray, settings, chunks, work / "stage1.jsonl")
-        s2 = run_stage2(ray, settings, chunks, s1, work / "stage2.jsonl", workers=settings.ray_verifiers)
+        s1 = run_stage1(ray, settings, chunks, stage1_path)
+        s2 = run_stage2(ray, settings, chunks, s1, stage2_path, workers=settings.ray_verifiers)
     return s1, s2
