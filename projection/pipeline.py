@@ -77,6 +77,12 @@ class ProjectSettings:
     rest_token_env: str = "PYSERINI_API_TOKEN"
     rest_timeout: float = 60.0
     rest_retries: int = 5
+    #: run both stages on Ray (:mod:`projection.scale.ray_project`): ``local`` starts a local Ray
+    #: with ``ray_cpus`` CPUs; ``auto``, ``HOST:6379`` or ``ray://HOST:10001`` joins a cluster
+    ray_address: str | None = None
+    ray_cpus: int | None = None
+    #: stage-2 verifier actors on Ray (default: as many as the cluster's CPUs/GPUs hold)
+    ray_verifiers: int | None = None
 
 
 # -- inputs --------------------------------------------------------------------------------
@@ -335,6 +341,10 @@ def project(settings: ProjectSettings) -> dict:
     from projection.stage1 import retrievers
 
     retrievers.check_settings(settings)
+    if settings.ray_address:
+        from projection.scale import ray_project
+
+        ray_project.check_settings(settings)
     corpus_dir = settings.corpus_name
     out_dir = Path(settings.out) / settings.dataset / corpus_dir
     work = out_dir / WORK_DIR
@@ -345,8 +355,13 @@ def project(settings: ProjectSettings) -> dict:
               "questions": [q.qid for q in questions]}
     check_run_params(work, params, settings.resume)
     chunks = [questions[i:i + settings.chunk_size] for i in range(0, len(questions), settings.chunk_size)]
-    s1 = run_stage1(settings, questions, chunks, work / "stage1.jsonl")
-    s2 = run_stage2(settings, chunks, s1, work / "stage2.jsonl")
+    if settings.ray_address:
+        from projection.scale.ray_project import run_stages
+
+        s1, s2 = run_stages(settings, chunks, work)
+    else:
+        s1 = run_stage1(settings, questions, chunks, work / "stage1.jsonl")
+        s2 = run_stage2(settings, chunks, s1, work / "stage2.jsonl")
     summary = final_files.write_outputs(Path(settings.out), settings.dataset, corpus_dir, questions,
                                          [r for i in range(len(chunks)) for r in s1[i]],
                                          [r for i in range(len(chunks)) for r in s2[i]],

@@ -59,6 +59,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     run_.add_argument("--chunk-size", type=int, default=500,
                       help="questions per resumable chunk (default 500; larger chunks read the corpus more efficiently)")
     run_.add_argument("--resume", action="store_true", help="continue an interrupted run in --out")
+    ray_ = parser.add_argument_group("Ray (optional extra: pip install 'nanoknow[ray]')")
+    ray_.add_argument("--ray", dest="ray_address", nargs="?", const="local", default=None, metavar="ADDRESS",
+                      help="run the stages on Ray: alone or 'local' starts a local Ray; 'auto', HOST:6379 or "
+                           "ray://HOST:10001 joins a cluster (every node needs nanoknow, the corpus and the --index "
+                           "path, or use --retriever rest). Same files as without --ray; --resume works across both")
+    ray_.add_argument("--ray-cpus", type=int, default=None, help="CPUs of a local Ray (default all)")
+    ray_.add_argument("--ray-verifiers", type=int, default=None,
+                      help="stage-2 verifier actors, each loading the model once (default: as many as fit; "
+                           "one GPU each with --device cuda or --verifier vllm, else --threads CPUs each)")
 
 
 def run(args: argparse.Namespace) -> int:
