@@ -5,7 +5,8 @@ import yaml
 
 from nanoknow_tasks import make_task_files
 from nanoknow_tasks.contexts import oracle_slot
-from nanoknow_tasks.task_specs import (DISTRACTOR_COUNTS, MAX_DISTRACTORS, all_task_specs, grid_conditions,
+from nanoknow_tasks.task_specs import (DISTRACTOR_COUNTS, MAX_DISTRACTORS, all_task_specs, exposure_task_specs,
+                                       grid_conditions,
                                        parse_task_name, positions_for)
 
 TASKS_DIR = make_task_files.TASKS_DIR
@@ -59,7 +60,7 @@ def test_task_names_round_trip_and_k1_middle_is_gone():
 def test_generated_files_are_the_task_table_without_duplicates():
     assert make_task_files.main(["--check"]) == 0
     configs = _task_configs()  # the QA tasks and the diary tasks
-    assert {n for n in configs if parse_task_name(n)} == {s.name for s in all_task_specs()}
+    assert {n for n in configs if parse_task_name(n)} == {s.name for s in [*all_task_specs(), *exposure_task_specs()]}
     assert not any("k1_middle" in p.name for p in TASKS_DIR.rglob("*.yaml"))
     # no two tasks ask the same thing: their loader arguments differ
     seen = {}
@@ -77,7 +78,7 @@ def test_no_metric_of_ours_is_called_exact_match():
         assert "exact_match" not in metrics, name
         if parse_task_name(name):
             assert metrics[0] == "has_answer", name
-    assert sum(bool(parse_task_name(n)) for n in configs) == len(all_task_specs())
+    assert sum(bool(parse_task_name(n)) for n in configs) == len(all_task_specs()) + len(exposure_task_specs())
     from nanoknow_tasks import scoring
 
     scores = scoring.process_results({"question": "q", "answers": ["Paris"]}, ["It is Paris."])
