@@ -159,6 +159,8 @@ def test_continuous_batching_equals_one_by_one(loaded_checkpoints, generation):
     rng = random.Random(7)
     limits = [rng.randint(1, 20) for _ in prompts]  # rows end at different steps: others join
     single = [generate_greedy(model, [p], n)[0] for p, n in zip(prompts, limits)]
+    static = generate_greedy(model, prompts, max(limits), stop=lambda row, tokens: len(tokens) >= limits[row])
+    assert static == single  # static batch (one padded batch, lock-step) vs one by one
     stop_token = single[4][2]
     single_stopped = [generate_greedy(model, [p], n, stop_token_ids=[stop_token])[0] for p, n in zip(prompts, limits)]
     longest_first = sorted(range(len(prompts)), key=lambda i: -len(prompts[i]))

@@ -40,7 +40,7 @@ class CountSettings:
 
     corpus: str                              # directory or hf://, s3://, https:// prefix of parquet shards
     out: str                                 # run folder
-    datasets: tuple[str, ...] = ("nq",)     # dataset names (with ``questions_file``: exactly one)
+    datasets: tuple[str, ...]                # dataset names (with ``questions_file``: exactly one)
     data_dir: str | None = None              # NanoKnow data root (default: $NANOKNOW_DATA_DIR, fetch cache)
     corpus_dir: str = "fineweb-edu"          # corpus folder of the data dir whose topics list the questions
     questions_file: str | None = None        # or a JSONL of {"qid", "question", "answer"} per line
@@ -58,6 +58,8 @@ def load_questions(settings: CountSettings) -> list[question_sources.CountQuesti
     if not settings.datasets:
         raise NanoKnowInputError("name at least one dataset", field="--dataset")
     if settings.questions_file:
+        if settings.data_dir:
+            raise NanoKnowInputError("give --questions or --data-dir, not both", field="--questions")
         if len(settings.datasets) != 1:
             raise NanoKnowInputError("with --questions, give exactly one --dataset name", field="--dataset")
         questions = question_sources.from_jsonl(settings.questions_file, settings.datasets[0])

@@ -29,13 +29,15 @@ Why the counts are exact:
   of that text: UTF-8 is self-synchronising, so a key's bytes occur in the text's bytes
   exactly when the key occurs in the text. Keys with a space are searched in the whole
   normalised text.
-* ``token``. A document's tokens are found on ``NFD(text).lower()`` in one regex pass.
-  Lower-casing keeps each character's token class and maps a one-character token to one
-  character (the tests check every code point), so this gives the lower-cased tokens; the one
-  context-dependent lower-casing (Greek capital sigma, final or not) is avoided by
-  lower-casing token by token when the text has one. ASCII texts (NFD is the identity there)
-  use the same classes written as an ASCII pattern. One-token keys are looked up in the set
-  of the document's tokens. Longer keys are searched as ``" t1 t2 "`` in
+* ``token``. A document's tokens are found on ``NFD(text).lower()``. Lower-casing keeps
+  each character's token class and maps a one-character token to one character (the tests
+  check every code point), so this gives the lower-cased tokens; the one context-dependent
+  lower-casing (Greek capital sigma, final or not) is avoided by lower-casing token by token
+  when the text has one. The classes on ASCII are written as a stdlib ``re`` pattern (NFD is
+  the identity on ASCII texts); in other texts that pattern takes each non-ASCII character
+  into the run of letters and digits around it, and only those runs are tokenised again with
+  the Unicode classes (an ASCII space, control or punctuation character ends a token under
+  both). One-token keys are looked up in the set of the document's tokens. Longer keys are searched as ``" t1 t2 "`` in
   ``" " + " ".join(tokens) + " "``: no token contains a space (its characters are letters,
   digits, marks or one character outside the separator (Z) and control (C) classes), so
   the spaces of the stream are exactly the token boundaries, and such a key occurs in the
@@ -106,21 +108,15 @@ def document_tokens(text: str) -> list[str]:
     return tokens
 
 
-class _Keys:
-    """Keys of one kind, each with the index of its pattern among all keys of its rule."""
+class _AutomatonKeys:
+    """Keys found by an Aho-Corasick automaton (every occurrence, overlaps included).
+
+    ``keys`` maps each key to its pattern id among all keys of its rule; :meth:`find` returns
+    the pattern ids found in a text.
+    """
 
     def __init__(self, keys: dict[str, int]):
         self.ids = keys
-
-    def find(self, text, found: list) -> None:  # pragma: no cover - interface
-        raise NotImplementedError
-
-
-class _AutomatonKeys(_Keys):
-    """Keys found by an Aho-Corasick automaton (every occurrence, overlaps included)."""
-
-    def __init__(self, keys: dict[str, int]):
-        super().__init__(keys)
         self.automaton = None
         if keys:
             self.automaton = ahocorasick_rs.AhoCorasick(
@@ -134,11 +130,11 @@ class _AutomatonKeys(_Keys):
         return self.pattern_ids[list(hits)].tolist() if hits else ()
 
 
-class _ShortKeys(_Keys):
+class _ShortKeys:
     """Keys of one or two UTF-8 bytes, found from the byte and byte-pair tables of a text."""
 
     def __init__(self, keys: dict[str, int]):
-        super().__init__(keys)
+        self.ids = keys
         # table value: 1 + the key's slot in ``pattern_ids``; 0: no key
         self.single = np.zeros(256, dtype=np.int64)
         self.pairs = np.zeros(1 << 16, dtype=np.int64)
@@ -164,8 +160,11 @@ class _ShortKeys(_Keys):
         return self.pattern_ids[np.flatnonzero(hit[1:])].tolist()
 
 
-class _WholeKeys(_Keys):
+class _WholeKeys:
     """Keys that are a whole item (a token): found by intersecting with the set of items."""
+
+    def __init__(self, keys: dict[str, int]):
+        self.ids = keys
 
     def find(self, items: set[str]) -> Iterable[int]:
         ids = self.ids
