@@ -156,7 +156,8 @@ def bench_generation(args, generation: str, tokenizer, suite, sample, naive_samp
             naive_times[kind] += spent
         naive_suite = sum(counts[k] * statistics.mean(t) for k, t in per_kind.items() if t)
         ratios.append(naive_suite / (took * scale))
-        print(f"run {repeat}/{args.repeats}: {len(sample)} prompts in {took:.2f} s {args.clock} ({wall:.1f} s wall), "
+        also_wall = f" ({wall:.1f} s wall)" if args.clock != "wall" else ""
+        print(f"run {repeat}/{args.repeats}: {len(sample)} prompts in {took:.2f} s {args.clock}{also_wall}, "
               f"{len(sample) / took:.1f} generations/s, {generated / took:.0f} generated tokens/s, {memory}; "
               f"naive: {len(naive_sample)} questions in {sum(map(sum, per_kind.values())):.1f} s; "
               f"suite {took * scale:.1f} s vs naive {naive_suite:.0f} s: {ratios[-1]:.1f}x", flush=True)
