@@ -23,10 +23,10 @@ The tokenizer is a stand-in (no nanochat tokenizer is needed): SmolLM2's 49k BPE
 nanochat's special tokens, padded to the model's 65,536 ids (``--tokenizer tiny``: the test
 checkpoints' 48-merge BPE, whose prompts are about 3.5 times longer in tokens).
 
-EXAMPLE (CPU, about 10 minutes on 2 busy cores):
-    python benchmarks/bench_suite.py --depth 4 --sample 0.1 --repeats 5
-EXAMPLE (one GPU, the d32 shape, whole suite):
-    python benchmarks/bench_suite.py --depth 32 --device cuda --sample 1 --repeats 5 --naive-questions 12
+EXAMPLE (CPU, both generations: about 20 minutes of CPU time, longer on busy cores):
+    python benchmarks/bench_suite.py --depth 4 --sample 0.1 --repeats 5 --naive-questions 3 --threads 1 --clock process
+EXAMPLE (one GPU, the d32 shape, whole suite, one generation per run):
+    python benchmarks/bench_suite.py --depth 32 --device cuda --generations 2026-03-14 --sample 1 --repeats 3 --naive-questions 6
 """
 
 from __future__ import annotations
