@@ -23,10 +23,10 @@ The tokenizer is a stand-in (no nanochat tokenizer is needed): SmolLM2's 49k BPE
 nanochat's special tokens, padded to the model's 65,536 ids (``--tokenizer tiny``: the test
 checkpoints' 48-merge BPE, whose prompts are about 3.5 times longer in tokens).
 
-EXAMPLE (CPU, about 10 minutes on 2 busy cores):
-    python benchmarks/bench_suite.py --depth 4 --sample 0.1 --repeats 5
-EXAMPLE (one GPU, the d32 shape, whole suite):
-    python benchmarks/bench_suite.py --depth 32 --device cuda --sample 1 --repeats 5 --naive-questions 12
+EXAMPLE (CPU, both generations: about 20 minutes of CPU time, longer on busy cores):
+    python benchmarks/bench_suite.py --depth 4 --sample 0.1 --repeats 5 --naive-questions 3 --threads 1 --clock process
+EXAMPLE (one GPU, the d32 shape, whole suite, one generation per run):
+    python benchmarks/bench_suite.py --depth 32 --device cuda --generations 2026-03-14 --sample 1 --repeats 3 --naive-questions 6
 """
 
 from __future__ import annotations
@@ -156,7 +156,8 @@ def bench_generation(args, generation: str, tokenizer, suite, sample, naive_samp
             naive_times[kind] += spent
         naive_suite = sum(counts[k] * statistics.mean(t) for k, t in per_kind.items() if t)
         ratios.append(naive_suite / (took * scale))
-        print(f"run {repeat}/{args.repeats}: {len(sample)} prompts in {took:.2f} s {args.clock} ({wall:.1f} s wall), "
+        also_wall = f" ({wall:.1f} s wall)" if args.clock != "wall" else ""
+        print(f"run {repeat}/{args.repeats}: {len(sample)} prompts in {took:.2f} s {args.clock}{also_wall}, "
               f"{len(sample) / took:.1f} generations/s, {generated / took:.0f} generated tokens/s, {memory}; "
               f"naive: {len(naive_sample)} questions in {sum(map(sum, per_kind.values())):.1f} s; "
               f"suite {took * scale:.1f} s vs naive {naive_suite:.0f} s: {ratios[-1]:.1f}x", flush=True)
