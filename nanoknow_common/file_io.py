@@ -42,6 +42,21 @@ def text_lines(path: str | Path, *, field: str | None = None) -> Iterator[tuple[
             yield number, text
 
 
+def json_object_lines(path: str | Path, *, field: str | None = None) -> Iterator[tuple[int, dict]]:
+    """``(line number, object)`` for every non-blank line of a JSONL file of objects; a line
+    that is not UTF-8, not JSON or not an object raises naming the file and line."""
+    for number, line in text_lines(path, field=field):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise NanoKnowInputError(f"not valid JSON ({err.msg})", file=path, line=number) from err
+        if not isinstance(row, dict):
+            raise NanoKnowInputError("expected a JSON object", file=path, line=number)
+        yield number, row
+
+
 def read_text(path: str | Path, *, field: str | None = None) -> str:
     """A whole UTF-8 file; bytes that are not UTF-8 raise :class:`NanoKnowInputError` (file, line)."""
     data = Path(path).read_bytes()

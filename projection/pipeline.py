@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from projection.data import layout
@@ -88,23 +88,15 @@ class ProjectSettings:
 # -- inputs --------------------------------------------------------------------------------
 def read_questions_jsonl(path: Path) -> list[Question]:
     """``{"qid", "question", "answer": [...]}`` per line (``answers`` accepted too)."""
-    from nanoknow_common.file_io import text_lines
+    from nanoknow_common.file_io import json_object_lines
 
     path = Path(path)
     if not path.is_file():
         raise NanoKnowInputError("questions file not found" if not path.exists() else "not a file",
                                  file=path, field="--questions")
     out, seen = [], set()
-    for number, line in text_lines(path, field="--questions"):
-        if not line.strip():
-            continue
+    for number, row in json_object_lines(path, field="--questions"):
         where = dict(file=path, line=number)
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise NanoKnowInputError(f"not valid JSON ({err.msg})", **where) from err
-        if not isinstance(row, dict):
-            raise NanoKnowInputError("expected a JSON object", **where)
         qid = row.get("qid")
         if isinstance(qid, bool) or not isinstance(qid, (str, int)) or str(qid) == "":
             raise NanoKnowInputError("missing or empty", field="qid", **where)

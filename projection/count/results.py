@@ -25,6 +25,7 @@ from typing import Sequence
 
 import numpy as np
 
+from nanoknow_common.file_io import json_object_lines
 from projection.count.matcher import RULES
 from projection.count.questions import CountQuestion
 from nanoknow_common.errors import NanoKnowInputError
@@ -123,34 +124,25 @@ def read_counts(path: str | Path, dataset: str | None = None) -> dict[str, Answe
     if not path.is_file():
         raise NanoKnowInputError("answer counts file not found (made by nanoknow count)", file=path)
     found: dict[str, dict[str, AnswerDocs]] = {}
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            where = dict(file=path, line=number)
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise NanoKnowInputError(f"not valid JSON ({err.msg})", **where) from err
-            if not isinstance(row, dict):
-                raise NanoKnowInputError("expected a JSON object", **where)
-            for name in ("dataset", "qid"):
-                if not isinstance(row.get(name), str) or not row[name]:
-                    raise NanoKnowInputError("missing or not a string", field=name, **where)
-            totals = row.get("corpus_answer_docs")
-            if not isinstance(totals, dict) or not all(_count(totals.get(rule)) for rule in RULES):
-                raise NanoKnowInputError('expected {"substring": n, "token": n}', field="corpus_answer_docs",
-                                         **where)
-            shards = row.get("shards", {})
-            if not isinstance(shards, dict) or not all(
-                    k.isdigit() and isinstance(v, list) and len(v) == 2 and all(map(_count, v))
-                    for k, v in shards.items()):
-                raise NanoKnowInputError('expected {"00000": [substring, token], ...}', field="shards", **where)
-            rows = found.setdefault(row["dataset"], {})
-            if row["qid"] in rows:
-                raise NanoKnowInputError(f"duplicate qid {row['qid']!r}", field="qid", **where)
-            rows[row["qid"]] = AnswerDocs(totals["substring"], totals["token"],
-                                          {int(k): (v[0], v[1]) for k, v in shards.items()})
+    for number, row in json_object_lines(path):
+        where = dict(file=path, line=number)
+        for name in ("dataset", "qid"):
+            if not isinstance(row.get(name), str) or not row[name]:
+                raise NanoKnowInputError("missing or not a string", field=name, **where)
+        totals = row.get("corpus_answer_docs")
+        if not isinstance(totals, dict) or not all(_count(totals.get(rule)) for rule in RULES):
+            raise NanoKnowInputError('expected {"substring": n, "token": n}', field="corpus_answer_docs",
+                                     **where)
+        shards = row.get("shards", {})
+        if not isinstance(shards, dict) or not all(
+                k.isascii() and k.isdigit() and isinstance(v, list) and len(v) == 2 and all(map(_count, v))
+                for k, v in shards.items()):
+            raise NanoKnowInputError('expected {"00000": [substring, token], ...}', field="shards", **where)
+        rows = found.setdefault(row["dataset"], {})
+        if row["qid"] in rows:
+            raise NanoKnowInputError(f"duplicate qid {row['qid']!r}", field="qid", **where)
+        rows[row["qid"]] = AnswerDocs(totals["substring"], totals["token"],
+                                      {int(k): (v[0], v[1]) for k, v in shards.items()})
     if dataset is not None:
         if dataset not in found:
             raise NanoKnowInputError(f"no counts for dataset {dataset!r} (has: {', '.join(sorted(found)) or 'none'})",
