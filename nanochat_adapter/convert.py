@@ -10,7 +10,6 @@ with ``lm_eval --model hf`` or ``--model vllm``.
 
 from __future__ import annotations
 
-import argparse
 import logging
 import shutil
 import tempfile

@@ -27,7 +27,9 @@ def _row(qid, split, *, oracle=True, context=None):
                        "grid_passage_offset": 2} if split == "supported" and oracle else None,
             "distractors": [{"doc_id": "shard_00002_7", "passage": "nothing here"}] if split == "supported" else [],
             "random_distractors": [{"doc_id": "shard_00003_1", "passage": "nor here"}] if split == "supported" else [],
-            "original_context": context}
+            "original_context": context,
+            "qrels_shards": [1, 1, 4] if split == "supported" else [],
+            "corpus_answer_docs": {"substring": 9, "token": 7} if split == "supported" else None}
 
 
 BUILDS = {

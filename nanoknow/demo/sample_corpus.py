@@ -19,10 +19,8 @@ else from the 100 questions embedded in ``projection/sample_data/questions.jsonl
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
-import os
 import random
 import re
 from dataclasses import dataclass

@@ -13,7 +13,6 @@ written to ``recall_check.jsonl`` and logged.
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import math
@@ -25,7 +24,7 @@ from nanoknow_common.errors import NanoKnowInputError
 
 from projection.diary import schema
 from projection.diary.generator import DEFAULT_SEED, SIZES, generate_diary_set
-from projection.diary.files import VARIANT_FOLDERS, read_manifest, read_qa_split
+from projection.diary.files import read_manifest, read_qa_split
 from nanoknow_tasks.diary.metrics import pooled_share, score_recall
 
 log = logging.getLogger(__name__)

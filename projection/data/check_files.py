@@ -10,12 +10,10 @@ that are not UTF-8 stop the check with the file and line named.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from projection.data import layout
-from projection.data.data_root import resolve_data_dir
 from nanoknow_common.errors import NanoKnowInputError
 from projection.data.manifest import load_manifest
 from projection.data.files import read_answers, read_qrels, read_topics

@@ -16,7 +16,6 @@ from pathlib import Path
 import requests
 from tqdm import tqdm
 
-from projection.data.data_root import default_fetch_dir
 from nanoknow_common.errors import NanoKnowInputError
 from projection.data.manifest import Manifest, ManifestFile, load_manifest
 

@@ -20,7 +20,6 @@ then moved in; a bad input leaves ``--out`` as it was.
 
 from __future__ import annotations
 
-import argparse
 import copy
 import json
 import logging

@@ -12,7 +12,6 @@ import contextlib
 import logging
 
 from nanoknow_common.errors import NanoKnowInputError
-from projection.stage1.rest_search import DEFAULT_TOKEN_ENV
 
 log = logging.getLogger(__name__)
 
