@@ -81,3 +81,24 @@ def test_parse_entries_by_title_lines():
 def test_pooled_share():
     assert pooled_share([[3, 3], [1, 2], [0, 0]]) == pytest.approx(0.8)
     assert math.isnan(pooled_share([[0, 0]]))
+
+
+def test_diary_recipe_never_replaces_a_checkpoint_it_did_not_write(tmp_path):
+    import pytest
+
+    from nanochat_adapter.tiny_checkpoints import train_tiny_encoding
+    from nanoknow.diary.tiny_model import new_model, save_checkpoint
+    from nanoknow_common.errors import NanoKnowInputError
+
+    encoding = train_tiny_encoding(8)
+    model = new_model(encoding.n_vocab, depth=1, width=8, heads=2, sequence_len=16, seed=0)
+    foreign = tmp_path / "someone-elses"
+    foreign.mkdir()
+    (foreign / "model_000100.pt").write_bytes(b"their weights")
+    with pytest.raises(NanoKnowInputError, match="did not write"):
+        save_checkpoint(foreign, model, encoding, step=1)
+    assert (foreign / "model_000100.pt").read_bytes() == b"their weights"
+    ours = tmp_path / "ours"
+    save_checkpoint(ours, model, encoding, step=1)
+    save_checkpoint(ours, model, encoding, step=2)  # the recipe replaces its own earlier step
+    assert sorted(p.name for p in ours.glob("model_*.pt")) == ["model_000002.pt"]

@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 GENERATION = "2025-10"
+#: marks a checkpoint folder this recipe wrote (earlier steps in it may be replaced)
+OWNER_MARKER = ".nanoknow-diary-train"
 
 
 def train_tokenizer(texts: list[str], num_merges: int):
@@ -52,10 +54,18 @@ def save_checkpoint(folder: str | Path, model, encoding, *, step: int, meta_extr
 
     from nanochat_adapter.tiny_checkpoints import save_nanochat_files
 
+    from nanoknow_common.errors import NanoKnowInputError
+
     folder = Path(folder)
+    marker = folder / OWNER_MARKER
+    stale = [*folder.glob("model_*.pt"), *folder.glob("meta_*.json")]
+    if stale and not marker.is_file():  # never delete a checkpoint this recipe did not write
+        raise NanoKnowInputError(f"holds a checkpoint ({stale[0].name}) that `nanoknow diary train` did not write; "
+                                 "choose another --out", file=folder, field="--out")
     folder.mkdir(parents=True, exist_ok=True)
-    for stale in [*folder.glob("model_*.pt"), *folder.glob("meta_*.json")]:  # lm-eval loads the latest step
-        stale.unlink()
+    marker.write_text("written by nanoknow diary train\n", encoding="utf-8")
+    for path in stale:  # lm-eval loads the latest step: earlier steps of this recipe go
+        path.unlink()
     state = {k: v.detach().to("cpu", torch.float32).clone() for k, v in model.state_dict().items()}
     meta = {"step": step, "model_config": model.config, **(meta_extra or {})}
     return save_nanochat_files(folder, state, meta, encoding, step=step)
