@@ -133,8 +133,14 @@ def write_report(result_dirs: list[Path], out: Path, *, judge_cache: str | None 
                ("exposure", report.exposure, _exposure_skip, exposure_plots.plot_exposure),
                ("frequency_read", report.frequency_read, _exposure_skip, exposure_plots.plot_frequency_read),
                ("training_dynamics", report.dynamics, _dynamics_skip, exposure_plots.plot_dynamics))
+    # the exposure figures exist only when some model's exposure is known (training dynamics:
+    # when one run was evaluated at several steps); otherwise they are left out without a word
+    optional = {"exposure": not model_exposures, "frequency_read": not model_exposures,
+                "training_dynamics": len({m.step for m in model_exposures if m.run_key}) < 2}
     for name, rows, skip, plot in figures:
         reason = skip(rows)
+        if reason and optional.get(name):
+            continue
         if reason:
             report.skipped[f"{name}.png"] = reason
             log.warning("%s.png skipped: %s", name, reason)
@@ -224,7 +230,7 @@ def render_markdown(report: ReportSummary, runs) -> str:
                            "evidence shard was read by that step vs not yet. Data: training_dynamics.csv.")):
         if name in report.skipped:
             lines += [f"- `{name}` skipped: {report.skipped[name]}"]
-        else:
+        elif name in report.files:
             lines += [f"![{name}]({name})", "", caption, ""]
     if report.notes:
         lines += ["", "## Notes", ""] + [f"- {note}" for note in report.notes]
