@@ -36,7 +36,8 @@ def test_build_dir_env_and_published_folder_give_the_same_rows(sources, monkeypa
     assert _rows(from_dir) == _rows(from_repo) == _rows(from_env)
     assert len(_rows(from_dir)) > 10
     closed = load_question_split("nq", "unsupported", corpus=CORPUS_DIR)  # from the env's build
-    assert closed["test"].column_names == ["qid", "question", "answers", "answer_frequency", "split"]
+    assert closed["test"].column_names == ["qid", "question", "answers", "answer_frequency", "split", "qrels_shards",
+                                           "corpus_answer_docs"]
     assert set(closed["test"]["answer_frequency"]) == {0}
 
 
